@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// Compiler and platform configuration: the ONLY header that reads compiler macros (__CUDACC__,
+// __CUDA_ARCH__, compiler versions). Everything else tests the 0/1 switches defined here with
+// `#if`, and the build uses -Wundef, so a misspelled switch is an error, not a silent 0.
+#pragma once
+
+// INFERKIT_WITH_CUDA: 1 when the CUDA backend is compiled in (set by the inferkit::cuda target).
+// fmt's idiom: keep the user's value if they defined it.
+#ifndef INFERKIT_WITH_CUDA
+#  define INFERKIT_WITH_CUDA 0
+#endif
+
+// INFERKIT_CUDA_COMPILER: 1 inside a TU compiled by nvcc; INFERKIT_DEVICE_PASS: 1 in nvcc's
+// device pass (the code being compiled runs on the GPU).
+#if defined(__CUDACC__)
+#  define INFERKIT_CUDA_COMPILER 1
+#else
+#  define INFERKIT_CUDA_COMPILER 0
+#endif
+#if defined(__CUDA_ARCH__)
+#  define INFERKIT_DEVICE_PASS 1
+#else
+#  define INFERKIT_DEVICE_PASS 0
+#endif
+
+// Function annotations (CuTe style): empty off CUDA, so the same header serves g++ and nvcc.
+#if INFERKIT_CUDA_COMPILER
+#  define INFERKIT_HOST_DEVICE __host__ __device__
+#  define INFERKIT_DEVICE __device__
+#  define INFERKIT_FORCEINLINE __forceinline__
+#else
+#  define INFERKIT_HOST_DEVICE
+#  define INFERKIT_DEVICE
+#  define INFERKIT_FORCEINLINE inline __attribute__((always_inline))
+#endif
+
+// INFERKIT_HAS_OPENMP: 1 when the compiler runs with OpenMP enabled (-fopenmp).
+#if defined(_OPENMP)
+#  define INFERKIT_HAS_OPENMP 1
+#else
+#  define INFERKIT_HAS_OPENMP 0
+#endif
+
+// INFERKIT_HAS_AVX512: 1 when AVX-512 F/BW/VL are enabled for this TU (for CPU kernels).
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#  define INFERKIT_HAS_AVX512 1
+#else
+#  define INFERKIT_HAS_AVX512 0
+#endif
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#  define INFERKIT_HAS_AVX2 1
+#else
+#  define INFERKIT_HAS_AVX2 0
+#endif
+
+// INFERKIT_DEBUG_ASSERTS: internal invariants are checked unless NDEBUG (user may override).
+#ifndef INFERKIT_DEBUG_ASSERTS
+#  if defined(NDEBUG)
+#    define INFERKIT_DEBUG_ASSERTS 0
+#  else
+#    define INFERKIT_DEBUG_ASSERTS 1
+#  endif
+#endif

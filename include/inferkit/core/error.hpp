@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// Errors: `inferkit::Error` for bad arguments at public entry points (message names the argument,
+// the value and the limit), `INFERKIT_CHECK` to raise it, and `INFERKIT_ASSERT` for internal
+// invariants (debug only). Expected outcomes such as "out of KV blocks" are values, not errors.
+#pragma once
+
+#include <cstdint>
+#include <inferkit/core/config.hpp>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace inferkit {
+
+/// What kind of failure an `Error` reports, so callers and tests can match on it.
+enum class ErrorCode : std::uint8_t {
+  kInvalidArgument,  ///< an argument is malformed (zero size, mismatched shapes, unknown name)
+  kOutOfRange,       ///< an index or size is past a limit (capacity, block id, vocabulary)
+  kUnsupported,      ///< a valid request this build or backend cannot serve
+  kInvalidState,     ///< the call is not allowed in the object's current state (double free)
+  kCuda,             ///< a CUDA runtime call failed
+};
+
+/// A short name for an error code ("invalid argument", …).
+constexpr std::string_view to_string(ErrorCode code) noexcept {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kOutOfRange:
+      return "out of range";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kInvalidState:
+      return "invalid state";
+    case ErrorCode::kCuda:
+      return "cuda error";
+  }
+  return "unknown error";
+}
+
+/// The one exception type inferkit throws. `what()` reads "inferkit: <code>: <message>".
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& message)
+      : std::runtime_error("inferkit: " + std::string(to_string(code)) + ": " + message),
+        code_(code) {}
+
+  /// The kind of failure.
+  ErrorCode code() const noexcept { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+namespace detail {
+
+/// Every throw goes through here (fmt's report_error, Abseil's throw delegate), so a
+/// no-exceptions mode would be one switch.
+[[noreturn]] inline void throw_error(ErrorCode code, const std::string& message) {
+  throw Error(code, message);
+}
+
+/// Formats a value for an error message.
+template <class T>
+std::string to_message(const T& value) {
+  if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    return "'" + std::string(std::string_view(value)) + "'";
+  } else {
+    return std::to_string(value);
+  }
+}
+
+}  // namespace detail
+
+/// Throws `Error{code}` with "<argument> = <value> <relation> <limit>" style messages:
+/// `check_arg(n <= cap, ErrorCode::kOutOfRange, "n", n, "must be <= capacity", cap)`.
+template <class V, class L>
+inline void check_arg(bool ok, ErrorCode code, std::string_view argument, const V& value,
+                      std::string_view relation, const L& limit) {
+  if (!ok) {
+    detail::throw_error(code, std::string(argument) + " = " + detail::to_message(value) + " " +
+                                  std::string(relation) + " " + detail::to_message(limit));
+  }
+}
+
+}  // namespace inferkit
+
+/// Throws `inferkit::Error(code, message + " (check `cond` failed at file:line)")` when `cond` is
+/// false. Use at public entry points; `message` should name the argument, its value and the limit.
+#define INFERKIT_CHECK(cond, code, message)                                                       \
+  do {                                                                                            \
+    if (!(cond)) {                                                                                \
+      ::inferkit::detail::throw_error((code), std::string(message) +                              \
+                                                  " (check `" #cond "` failed at " __FILE__ ":" + \
+                                                  std::to_string(__LINE__) + ")");                \
+    }                                                                                             \
+  } while (false)
+
+/// Internal invariant: checked when INFERKIT_DEBUG_ASSERTS is 1 (not NDEBUG), free otherwise.
+/// A user may define INFERKIT_ASSERT before including inferkit to route it elsewhere.
+#ifndef INFERKIT_ASSERT
+#  if INFERKIT_DEBUG_ASSERTS && !INFERKIT_DEVICE_PASS
+#    define INFERKIT_ASSERT(cond)                                                              \
+      do {                                                                                     \
+        if (!(cond)) {                                                                         \
+          ::inferkit::detail::throw_error(::inferkit::ErrorCode::kInvalidState,                \
+                                          "internal invariant `" #cond "` failed at " __FILE__ \
+                                          ":" +                                                \
+                                              std::to_string(__LINE__));                       \
+        }                                                                                      \
+      } while (false)
+#  else
+#    define INFERKIT_ASSERT(cond) ((void)0)
+#  endif
+#endif
