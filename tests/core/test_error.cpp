@@ -7,7 +7,7 @@
 using inferkit::Error;
 using inferkit::ErrorCode;
 
-TEST_CASE("check_arg: names the argument, the value and the limit", "[core][error]") {
+TEST_CASE("check_arg: names the argument and the value and the limit", "[core][error]") {
   try {
     inferkit::check_arg(5 <= 3, ErrorCode::kOutOfRange, "num_tokens", 5, "must be <=", 3);
     FAIL("no throw");

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+// Plain views that cross into kernels (CPU today, CUDA unchanged): one layer's paged K/V storage
+// and a batch's page tables in CSR form. No CUDA headers, no ownership: pointers, strides and
+// sizes only, so the same struct is a kernel argument on host and device.
+#pragma once
+
+#include <cstdint>
+#include <inferkit/core/config.hpp>
+
+namespace inferkit {
+
+/// One layer's paged K and V. Layout of each of K and V, in elements of `T`:
+/// `[num_blocks][num_kv_heads][block_size][head_dim]` (one head's tokens of one page are
+/// contiguous, so a kernel streams `block_size * head_dim` elements per (page, head)).
+/// For packed int4 storage (`T` = std::uint8_t holding two values) the last extent is
+/// `head_dim / 2` bytes; `head_dim` always counts logical elements.
+///
+/// Quantized storage carries scales (nullptr for fp32/fp16/bf16):
+/// - fp8: one scale per (block, head): `k_scale[block * num_kv_heads + head]`, value = q * scale.
+/// - int8: one scale per (block, head, slot): `k_scale[(block * num_kv_heads + head) *
+///   block_size + slot]`, value = q * scale.
+/// - int4 (unsigned nibbles, low nibble = even element): scale and zero point per (block, head,
+///   slot) at the same index: value = (q - zero) * scale.
+template <class T>
+struct PagedKVView {
+  T* k = nullptr;                  ///< [num_blocks][num_kv_heads][block_size][head_dim]
+  T* v = nullptr;                  ///< same layout as k
+  const float* k_scale = nullptr;  ///< quantization scales for K (see above), else nullptr
+  const float* v_scale = nullptr;
+  const float* k_zero = nullptr;  ///< int4 zero points for K, else nullptr
+  const float* v_zero = nullptr;
+  std::int32_t num_blocks = 0;
+  std::int32_t num_kv_heads = 0;
+  std::int32_t block_size = 0;  ///< tokens per block (page)
+  std::int32_t head_dim = 0;    ///< logical elements per token and head
+  bool packed_int4 = false;     ///< T = std::uint8_t holding two 4-bit values per byte
+
+  /// Storage elements of `T` per token and head (head_dim, or head_dim / 2 for packed int4).
+  INFERKIT_HOST_DEVICE constexpr std::int64_t token_stride() const noexcept {
+    return packed_int4 ? head_dim / 2 : head_dim;
+  }
+  /// Elements between consecutive heads of one block.
+  INFERKIT_HOST_DEVICE constexpr std::int64_t head_stride() const noexcept {
+    return token_stride() * block_size;
+  }
+  /// Elements between consecutive blocks.
+  INFERKIT_HOST_DEVICE constexpr std::int64_t block_stride() const noexcept {
+    return head_stride() * num_kv_heads;
+  }
+  /// Offset (in elements) of token slot `slot` of head `head` in block `block`.
+  INFERKIT_HOST_DEVICE constexpr std::int64_t offset(std::int32_t block, std::int32_t head,
+                                                     std::int32_t slot) const noexcept {
+    return block * block_stride() + head * head_stride() + slot * token_stride();
+  }
+  /// Index of the (block, head, slot) entry in per-token scale arrays (int8, int4).
+  INFERKIT_HOST_DEVICE constexpr std::int64_t token_scale_index(std::int32_t block,
+                                                                std::int32_t head,
+                                                                std::int32_t slot) const noexcept {
+    return (std::int64_t{block} * num_kv_heads + head) * block_size + slot;
+  }
+};
+
+/// A batch's page tables in CSR form (FlashInfer's paged_kv_indptr / indices / last_page_len):
+/// sequence `s` owns pages `indices[indptr[s] .. indptr[s+1])` in logical order, and the last of
+/// them holds `last_page_len[s]` valid tokens (1..block_size). A sequence with no pages has
+/// `indptr[s] == indptr[s+1]` and 0 tokens. Its length in tokens is
+/// `(num_pages - 1) * block_size + last_page_len` for num_pages >= 1.
+struct PageTableView {
+  const std::int32_t* indptr = nullptr;         ///< [num_seqs + 1]
+  const std::int32_t* indices = nullptr;        ///< [indptr[num_seqs]] physical block ids
+  const std::int32_t* last_page_len = nullptr;  ///< [num_seqs]
+  std::int32_t num_seqs = 0;
+
+  /// Pages owned by sequence `s`.
+  INFERKIT_HOST_DEVICE constexpr std::int32_t num_pages(std::int32_t s) const noexcept {
+    return indptr[s + 1] - indptr[s];
+  }
+  /// Tokens held by sequence `s`, given the block size.
+  INFERKIT_HOST_DEVICE constexpr std::int64_t seq_len(std::int32_t s,
+                                                      std::int32_t block_size) const noexcept {
+    const std::int32_t pages = num_pages(s);
+    return pages == 0 ? 0 : std::int64_t{pages - 1} * block_size + last_page_len[s];
+  }
+};
+
+}  // namespace inferkit
