@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: Apache-2.0
+# Shared by scripts/*.sh: install what a fresh Debian machine lacks (only what is missing), and
+# locate nvcc. Sourced, not run.
+
+inferkit_install_missing() {
+  local packages=(cmake ninja-build g++ catch2 libeigen3-dev libbenchmark-dev clang-format "$@")
+  local missing=()
+  for pkg in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$pkg")
+  done
+  if ((${#missing[@]})); then
+    echo "== installing: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}" >/dev/null
+  fi
+}
+
+# Puts nvcc on PATH when the toolkit sits in its standard location; returns 1 when there is none.
+inferkit_find_nvcc() {
+  if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH="/usr/local/cuda/bin:$PATH"
+  fi
+  command -v nvcc >/dev/null 2>&1
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# THE demo command: installs what is missing, builds the examples in Release, and runs the
+# flagship tours, one per technique, each printing the numbers the literature claims, measured.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/common.sh
+inferkit_install_missing
+cmake --preset release >/dev/null
+cmake --build --preset release
+bin=build/release/examples
+
+run() {
+  echo
+  echo "\$ $*"
+  "$bin/$@"
+}
+run kv_capacity --model llama-3-70b --gpus 4 --gpu-mem-gb 80 --context 4096
+[ -x "$bin/paged_memory" ] && run paged_memory
+[ -x "$bin/prefix_cache" ] && run prefix_cache
+[ -x "$bin/speculative" ] && run speculative
+exit 0

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# THE test command. On a fresh Debian machine it installs what is missing, then, failing fast:
+# 1. checks formatting (clang-format), 2. builds the dev preset (-Werror, header self-containment
+# check) and runs every test, including the find_package consumer, 3. builds and runs the tests
+# again under AddressSanitizer + UBSan, 4. where nvcc exists, builds every CUDA target and runs
+# the CUDA tests (they skip with code 77 when no GPU is present).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/common.sh
+start=$(date +%s)
+inferkit_install_missing
+
+passed=0
+failed=0
+skipped=0
+# run_ctest <preset> [ctest args…]: runs ctest, echoes its output, and adds up the counts.
+run_ctest() {
+  local log
+  log=$(mktemp)
+  local rc=0
+  ctest --preset "$@" 2>&1 | tee "$log" || rc=$?
+  local total fails skips
+  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+  fails=$(sed -n 's/.*, \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -1)
+  skips=$(grep -c '(Skipped)' "$log" || true)
+  rm -f "$log"
+  total=${total:-0}
+  fails=${fails:-0}
+  passed=$((passed + total - fails - skips))
+  failed=$((failed + fails))
+  skipped=$((skipped + skips))
+  if [ "$rc" -ne 0 ] || [ "$total" -eq 0 ]; then
+    echo "ctest --preset $1 failed"
+    echo "test.sh: ${passed} passed, ${failed} failed, ${skipped} skipped"
+    exit 1
+  fi
+}
+
+echo "== clang-format"
+mapfile -t sources < <(git ls-files -co --exclude-standard -- include tests benchmarks examples |
+  grep -E '\.(hpp|cpp|cuh|cu)$')
+clang-format --dry-run -Werror "${sources[@]}"
+
+echo "== dev preset: build (warnings are errors) and test"
+cmake --preset dev >/dev/null
+cmake --build --preset dev
+run_ctest dev
+
+echo "== asan preset: build and test under AddressSanitizer + UBSan"
+cmake --preset asan >/dev/null
+cmake --build --preset asan
+run_ctest asan
+
+if inferkit_find_nvcc; then
+  echo "== cuda preset: build every CUDA target ($(nvcc --version | tail -1))"
+  cmake --preset cuda >/dev/null
+  cmake --build --preset cuda --target inferkit_cuda_all
+  run_ctest cuda -L cuda
+else
+  echo "== cuda preset: skipped (no nvcc on this machine)"
+fi
+
+echo "test.sh finished in $(($(date +%s) - start)) s"
+echo "test.sh: ${passed} passed, ${failed} failed, ${skipped} skipped"
