@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace inferkit {
 
@@ -30,9 +31,7 @@ struct ModelShape {
   bool is_estimate = false;           ///< the shape is a public estimate, not a published config
 
   /// Query heads served by one KV head (1 = MHA, num_q_heads = MQA).
-  int gqa_group_size() const noexcept {
-    return num_kv_heads > 0 ? num_q_heads / num_kv_heads : 0;
-  }
+  int gqa_group_size() const noexcept { return num_kv_heads > 0 ? num_q_heads / num_kv_heads : 0; }
 };
 
 /// Throws `Error{kInvalidArgument}` naming the first bad field: every count must be > 0 and
@@ -65,7 +64,7 @@ inline std::int64_t computed_parameter_count(const ModelShape& shape) {
   const std::int64_t hidden = shape.hidden_size;
   const std::int64_t q_width = std::int64_t{shape.num_q_heads} * shape.head_dim;
   const std::int64_t kv_width = std::int64_t{shape.num_kv_heads} * shape.head_dim;
-  const std::int64_t attention = hidden * q_width        // W_q
+  const std::int64_t attention = hidden * q_width         // W_q
                                  + 2 * hidden * kv_width  // W_k, W_v
                                  + q_width * hidden;      // W_o
   const std::int64_t mlp = 3 * hidden * shape.intermediate_size;
@@ -87,14 +86,15 @@ namespace detail {
 inline const std::array<ModelShape, 6>& model_presets() {
   // Llama 3 / Mistral: the published config.json values; parameter counts as the model cards
   // round them. GPT-4: the widely repeated public estimate (120 layers, 96 heads of 128, 1.8T
-  // parameters as a mixture of experts); OpenAI has published none of it.
+  // parameters as a mixture of experts); OpenAI has published none of it. SmolLM2: its config,
+  // and the 135M of its name.
   static const std::array<ModelShape, 6> presets = {{
       {"llama-3-8b", 32, 32, 8, 128, 4096, 14336, 128256, 8'030'000'000, false, false},
       {"llama-3-70b", 80, 64, 8, 128, 8192, 28672, 128256, 70'600'000'000, false, false},
       {"llama-3-405b", 126, 128, 8, 128, 16384, 53248, 128256, 405'900'000'000, false, false},
       {"mistral-7b", 32, 32, 8, 128, 4096, 14336, 32000, 7'240'000'000, false, false},
       {"gpt-4-est", 120, 96, 96, 128, 12288, 49152, 100256, 1'800'000'000'000, false, true},
-      {"smollm2-135m", 30, 9, 3, 64, 576, 1536, 49152, 134'515'008, true, false},
+      {"smollm2-135m", 30, 9, 3, 64, 576, 1536, 49152, 135'000'000, true, false},
   }};
   return presets;
 }
@@ -126,9 +126,9 @@ inline ModelShape model_preset(std::string_view name) {
     for (std::string_view preset : model_preset_names()) {
       known += (known.empty() ? "" : ", ") + std::string(preset);
     }
-    detail::throw_error(ErrorCode::kInvalidArgument, "model = '" + std::string(name) +
-                                                         "' is not a known preset (known: " +
-                                                         known + ")");
+    detail::throw_error(
+        ErrorCode::kInvalidArgument,
+        "model = '" + std::string(name) + "' is not a known preset (known: " + known + ")");
   }
   return *std::move(shape);
 }
