@@ -98,7 +98,7 @@ void reference_attention(std::span<const T> q, std::span<const T> k, std::span<c
   // float rounding).
   const double scale = params.sm_scale > 0.0f ? static_cast<double>(params.sm_scale)
                                               : 1.0 / std::sqrt(static_cast<double>(dim));
-  const double cap = static_cast<double>(params.logit_soft_cap);
+  const auto cap = static_cast<double>(params.logit_soft_cap);
   const std::int64_t group = qo_heads / kv_heads;
   const auto at = [](std::int64_t i) { return static_cast<std::size_t>(i); };
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <inferkit/core/config.hpp>
 
@@ -101,7 +102,7 @@ class Rng {
   std::uint64_t stream_;
   std::uint64_t position_ = 0;
   Philox4x32::Counter block_{};
-  int lane_ = 4;
+  std::size_t lane_ = 4;
 };
 
 }  // namespace inferkit
