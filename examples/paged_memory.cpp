@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: Apache-2.0
+// paged_memory: the fragmentation study of the vLLM paper (Kwon et al., SOSP 2023, Fig. 2),
+// measured. One seeded request trace (lognormal prompt and output lengths near ShareGPT's means,
+// 161 and 338 tokens) is replayed through three KV managers with the same memory budget:
+//   contiguous_max    reserve the maximum length (2,048 tokens) per request (Orca "Max")
+//   contiguous_exact  reserve prompt + the requested max output (Orca "Pow2"/"Oracle")
+//   paged             BlockAllocator + BlockTable with blocks of 16 tokens (vLLM)
+// For each it prints the share of reserved KV memory that holds real token states, and the peak
+// number of requests resident at once. Teaches: why paging the KV cache lifts batch size.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <inferkit/core/error.hpp>
+#include <inferkit/core/rng.hpp>
+#include <inferkit/kv/block_allocator.hpp>
+#include <inferkit/kv/block_table.hpp>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+struct UsageError {
+  std::string message;
+};
+
+struct Flags {
+  long long requests = 2000;
+  long long seed = 1;
+  double prompt_mean = 161.0;  // ShareGPT means reported in the vLLM paper
+  double output_mean = 338.0;
+  double sigma = 1.0;  // lognormal shape of both lengths
+  long long max_len = 2048;
+  long long block_size = 16;
+  long long kv_tokens = 65536;      // KV memory budget, in token slots, for every manager
+  std::string max_tokens = "pow2";  // how clients pick the requested max output
+  long long max_num_seqs = 256;     // batch limit of every manager (vLLM's default)
+  bool json = false;
+};
+
+void print_usage() {
+  std::printf(
+      "usage: paged_memory [--requests N] [--seed S] [--prompt-mean T] [--output-mean T]\n"
+      "                    [--sigma S] [--max-len T] [--block-size T] [--kv-tokens T]\n"
+      "                    [--max-tokens pow2|exact] [--max-num-seqs N] [--json]\n"
+      "  --requests     requests in the trace, all queued at time 0 (default 2000)\n"
+      "  --seed         trace seed (default 1)\n"
+      "  --prompt-mean  mean prompt length in tokens, lognormal (default 161)\n"
+      "  --output-mean  mean output length in tokens, lognormal (default 338)\n"
+      "  --sigma        lognormal sigma of both lengths (default 1.0)\n"
+      "  --max-len      model context length; prompt + output are capped to it (default 2048)\n"
+      "  --block-size   tokens per KV block of the paged manager (default 16)\n"
+      "  --kv-tokens    KV memory budget in token slots, the same for all managers "
+      "(default 65536)\n"
+      "  --max-tokens   requested max output per request: pow2 = the actual output rounded up\n"
+      "                 to a power of two (Orca Pow2), exact = the actual output (Orca Oracle)\n"
+      "  --max-num-seqs most requests resident at once, for every manager (default 256)\n"
+      "  --json         print one JSON object\n");
+}
+
+long long parse_int(std::string_view flag, const std::string& text) {
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0') {
+    throw UsageError{std::string(flag) + " expects an integer, got '" + text + "'"};
+  }
+  return value;
+}
+
+double parse_double(std::string_view flag, const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value)) {
+    throw UsageError{std::string(flag) + " expects a number, got '" + text + "'"};
+  }
+  return value;
+}
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw UsageError{message};
+}
+
+std::optional<Flags> parse_flags(int argc, char** argv) {
+  Flags f;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    const auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw UsageError{flag + " needs a value"};
+      return args[++i];
+    };
+    if (flag == "--requests") {
+      f.requests = parse_int(flag, value());
+    } else if (flag == "--seed") {
+      f.seed = parse_int(flag, value());
+    } else if (flag == "--prompt-mean") {
+      f.prompt_mean = parse_double(flag, value());
+    } else if (flag == "--output-mean") {
+      f.output_mean = parse_double(flag, value());
+    } else if (flag == "--sigma") {
+      f.sigma = parse_double(flag, value());
+    } else if (flag == "--max-len") {
+      f.max_len = parse_int(flag, value());
+    } else if (flag == "--block-size") {
+      f.block_size = parse_int(flag, value());
+    } else if (flag == "--kv-tokens") {
+      f.kv_tokens = parse_int(flag, value());
+    } else if (flag == "--max-tokens") {
+      f.max_tokens = value();
+    } else if (flag == "--max-num-seqs") {
+      f.max_num_seqs = parse_int(flag, value());
+    } else if (flag == "--json") {
+      f.json = true;
+    } else if (flag == "--help" || flag == "-h") {
+      print_usage();
+      return std::nullopt;
+    } else {
+      throw UsageError{"unknown flag '" + flag + "' (see --help)"};
+    }
+  }
+  require(f.requests >= 1 && f.requests <= 1000000, "--requests must be in [1, 1000000]");
+  require(f.seed >= 0, "--seed must be >= 0");
+  require(f.prompt_mean >= 1.0 && f.output_mean >= 1.0, "--prompt-mean/--output-mean must be >= 1");
+  require(f.sigma >= 0.0 && f.sigma <= 3.0, "--sigma must be in [0, 3]");
+  require(f.max_len >= 2 && f.max_len <= 1000000, "--max-len must be in [2, 1000000]");
+  require(f.block_size >= 1 && f.block_size <= 4096, "--block-size must be in [1, 4096]");
+  require(f.kv_tokens >= f.max_len && f.kv_tokens <= (1LL << 31),
+          "--kv-tokens must be >= --max-len (one request must fit) and <= 2^31");
+  require(f.max_num_seqs >= 1, "--max-num-seqs must be >= 1");
+  require(f.max_tokens == "pow2" || f.max_tokens == "exact", "--max-tokens must be pow2 or exact");
+  return f;
+}
+
+// ---- the trace ----
+
+struct Request {
+  std::int64_t prompt = 0;      // tokens
+  std::int64_t output = 0;      // tokens actually generated before EOS
+  std::int64_t max_tokens = 0;  // requested max output (>= output)
+};
+
+// A lognormal with the given mean: exp(N(mu, sigma^2)), mu = ln(mean) - sigma^2 / 2.
+std::int64_t lognormal(inferkit::Rng& rng, double mean, double sigma) {
+  const double u1 = 1.0 - rng.uniform_double();  // (0, 1]
+  const double u2 = rng.uniform_double();
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  const double mu = std::log(mean) - 0.5 * sigma * sigma;
+  return std::max<std::int64_t>(1, std::llround(std::exp(mu + sigma * z)));
+}
+
+std::vector<Request> make_trace(const Flags& f) {
+  inferkit::Rng rng(static_cast<std::uint64_t>(f.seed));
+  std::vector<Request> trace(static_cast<std::size_t>(f.requests));
+  for (Request& r : trace) {
+    r.prompt = std::min<std::int64_t>(lognormal(rng, f.prompt_mean, f.sigma), f.max_len - 1);
+    r.output = std::min<std::int64_t>(lognormal(rng, f.output_mean, f.sigma), f.max_len - r.prompt);
+    std::int64_t asked = r.output;
+    if (f.max_tokens == "pow2") {
+      asked = 1;
+      while (asked < r.output) asked *= 2;
+    }
+    r.max_tokens = std::min<std::int64_t>(asked, f.max_len - r.prompt);
+  }
+  return trace;
+}
+
+// ---- KV managers: reserve on admission, grow by one token per step, release at the end ----
+
+class KVManager {
+ public:
+  virtual ~KVManager() = default;
+  // Admits request `id` holding `tokens` tokens now (its prompt); false if memory is short.
+  virtual bool admit(std::size_t id, const Request& r, std::int64_t tokens) = 0;
+  // Appends one generated token; false if memory is short (then the caller preempts).
+  virtual bool grow(std::size_t id) = 0;
+  virtual void release(std::size_t id) = 0;
+  virtual std::int64_t reserved_tokens() const = 0;
+};
+
+// Contiguous reservations in one arena of `capacity` slots, first fit, with coalescing free
+// ranges: what a system without paging does. Mixed reservation sizes fragment the arena.
+class ContiguousManager : public KVManager {
+  std::int64_t max_len_;
+  bool reserve_max_;
+  std::map<std::int64_t, std::int64_t> free_;                           // offset -> length
+  std::map<std::size_t, std::pair<std::int64_t, std::int64_t>> owned_;  // id -> (offset, len)
+  std::int64_t reserved_ = 0;
+
+ public:
+  ContiguousManager(std::int64_t capacity, std::int64_t max_len, bool reserve_max)
+      : max_len_(max_len), reserve_max_(reserve_max) {
+    free_[0] = capacity;
+  }
+  bool admit(std::size_t id, const Request& r, std::int64_t /*tokens*/) override {
+    const std::int64_t want = reserve_max_ ? max_len_ : r.prompt + r.max_tokens;
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->second < want) continue;
+      const std::int64_t offset = it->first;
+      const std::int64_t rest = it->second - want;
+      free_.erase(it);
+      if (rest > 0) free_[offset + want] = rest;
+      owned_[id] = {offset, want};
+      reserved_ += want;
+      return true;
+    }
+    return false;  // not enough contiguous space (total free may still be larger)
+  }
+  bool grow(std::size_t /*id*/) override { return true; }  // reserved up front
+  void release(std::size_t id) override {
+    const auto [offset, len] = owned_.at(id);
+    owned_.erase(id);
+    reserved_ -= len;
+    auto next = free_.emplace(offset, len).first;
+    if (auto after = std::next(next); after != free_.end() && offset + len == after->first) {
+      next->second += after->second;
+      free_.erase(after);
+    }
+    if (next != free_.begin()) {
+      auto before = std::prev(next);
+      if (before->first + before->second == next->first) {
+        before->second += next->second;
+        free_.erase(next);
+      }
+    }
+  }
+  std::int64_t reserved_tokens() const override { return reserved_; }
+};
+
+// vLLM's manager: the library's BlockAllocator and one BlockTable per request.
+class PagedManager : public KVManager {
+  inferkit::BlockAllocator allocator_;
+  std::map<std::size_t, inferkit::BlockTable> tables_;
+  std::vector<inferkit::BlockCopy> copies_;  // stays empty: no forks in this trace
+
+ public:
+  PagedManager(std::int64_t capacity, std::int32_t block_size)
+      : allocator_(static_cast<std::int32_t>(capacity / block_size), block_size) {}
+  bool admit(std::size_t id, const Request& /*r*/, std::int64_t tokens) override {
+    inferkit::BlockTable table(allocator_.block_size());
+    // Admit only while 1% of the blocks stay free for running requests (vLLM's watermark).
+    if (!allocator_.can_allocate(table.blocks_needed_to_append(allocator_, tokens), 0.01)) {
+      return false;
+    }
+    if (!table.append_tokens(allocator_, tokens, {}, copies_)) return false;
+    tables_.emplace(id, std::move(table));
+    return true;
+  }
+  bool grow(std::size_t id) override {
+    return tables_.at(id).append_tokens(allocator_, 1, {}, copies_);
+  }
+  void release(std::size_t id) override {
+    tables_.at(id).release(allocator_);
+    tables_.erase(id);
+  }
+  std::int64_t reserved_tokens() const override {
+    return std::int64_t{allocator_.num_used_blocks()} * allocator_.block_size();
+  }
+  std::int64_t tokens_stored() const { return allocator_.tokens_stored(); }
+};
+
+struct Result {
+  double used_fraction = 0.0;  // sum over steps of stored tokens / sum of reserved tokens
+  std::int64_t peak_requests = 0;
+  double mean_requests = 0.0;
+  std::int64_t steps = 0;
+  std::int64_t preemptions = 0;
+};
+
+// Replays the trace: every request is queued at time 0; each step admits waiting requests in
+// FCFS order while memory allows (prefill stores the prompt), then every running request
+// generates one token. A request whose next token finds no memory preempts the most recently
+// admitted one, which is recomputed later (vLLM's recompute preemption; contiguous managers
+// never need it).
+Result replay(const std::vector<Request>& trace, KVManager& manager, std::size_t max_num_seqs) {
+  struct Running {
+    std::size_t id;
+    std::int64_t tokens;     // prompt + generated so far (stored)
+    std::int64_t generated;  // of trace[id].output
+  };
+  std::deque<std::pair<std::size_t, std::int64_t>> waiting;  // (id, tokens already generated)
+  for (std::size_t i = 0; i < trace.size(); ++i) waiting.emplace_back(i, 0);
+  std::vector<Running> running;
+  Result result;
+  double stored_sum = 0.0;
+  double reserved_sum = 0.0;
+  double resident_sum = 0.0;
+  while (!waiting.empty() || !running.empty()) {
+    while (!waiting.empty() && running.size() < max_num_seqs) {
+      const auto [id, generated] = waiting.front();
+      const std::int64_t tokens = trace[id].prompt + generated;  // recompute includes outputs
+      if (!manager.admit(id, trace[id], tokens)) break;
+      running.push_back({id, tokens, generated});
+      waiting.pop_front();
+    }
+    if (running.empty()) {
+      throw UsageError{"the KV budget cannot hold a single request"};
+    }
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      while (!manager.grow(running[i].id)) {
+        // Preempt the most recently admitted request (possibly this one).
+        const Running victim = running.back();
+        manager.release(victim.id);
+        waiting.emplace_front(victim.id, victim.generated);
+        running.pop_back();
+        ++result.preemptions;
+        if (i >= running.size()) break;
+      }
+      if (i < running.size()) {
+        ++running[i].tokens;
+        ++running[i].generated;
+      }
+    }
+    std::int64_t stored = 0;
+    for (const Running& r : running) stored += r.tokens;
+    stored_sum += static_cast<double>(stored);
+    reserved_sum += static_cast<double>(manager.reserved_tokens());
+    resident_sum += static_cast<double>(running.size());
+    result.peak_requests =
+        std::max<std::int64_t>(result.peak_requests, static_cast<std::int64_t>(running.size()));
+    ++result.steps;
+    std::erase_if(running, [&](const Running& r) {
+      const bool done = r.generated >= trace[r.id].output;
+      if (done) manager.release(r.id);
+      return done;
+    });
+  }
+  result.used_fraction = reserved_sum > 0.0 ? stored_sum / reserved_sum : 0.0;
+  result.mean_requests = resident_sum / static_cast<double>(result.steps);
+  return result;
+}
+
+int run(int argc, char** argv) {
+  const std::optional<Flags> parsed = parse_flags(argc, argv);
+  if (!parsed) return 0;
+  const Flags& f = *parsed;
+  const std::vector<Request> trace = make_trace(f);
+
+  ContiguousManager max_manager(f.kv_tokens, f.max_len, true);
+  ContiguousManager exact_manager(f.kv_tokens, f.max_len, false);
+  PagedManager paged_manager(f.kv_tokens, static_cast<std::int32_t>(f.block_size));
+  const auto seqs = static_cast<std::size_t>(f.max_num_seqs);
+  const Result results[3] = {replay(trace, max_manager, seqs), replay(trace, exact_manager, seqs),
+                             replay(trace, paged_manager, seqs)};
+  const char* keys[3] = {"contiguous_max", "contiguous_exact", "paged"};
+
+  if (f.json) {
+    std::printf("{");
+    for (int m = 0; m < 3; ++m) {
+      std::printf("%s\"%s\":{\"used_fraction\":%.4f,\"peak_requests\":%lld}", m ? "," : "", keys[m],
+                  results[m].used_fraction, static_cast<long long>(results[m].peak_requests));
+    }
+    std::printf("}\n");
+    return 0;
+  }
+  double prompt_sum = 0.0;
+  double output_sum = 0.0;
+  for (const Request& r : trace) {
+    prompt_sum += static_cast<double>(r.prompt);
+    output_sum += static_cast<double>(r.output);
+  }
+  const double n = static_cast<double>(trace.size());
+  std::printf(
+      "paged_memory: %lld requests (seed %lld), prompt mean %.1f, output mean %.1f tokens "
+      "(lognormal, sigma %.2f, capped at %lld)\n"
+      "KV budget: %lld token slots and at most %lld requests for every manager; requested max "
+      "output: %s\n\n",
+      f.requests, f.seed, prompt_sum / n, output_sum / n, f.sigma, f.max_len, f.kv_tokens,
+      f.max_num_seqs, f.max_tokens.c_str());
+  std::printf("%-18s %14s %14s %14s %8s %12s\n", "manager", "used_fraction", "peak_requests",
+              "mean_requests", "steps", "preemptions");
+  for (int m = 0; m < 3; ++m) {
+    std::printf("%-18s %13.1f%% %14lld %14.1f %8lld %12lld\n", keys[m],
+                100.0 * results[m].used_fraction, static_cast<long long>(results[m].peak_requests),
+                results[m].mean_requests, static_cast<long long>(results[m].steps),
+                static_cast<long long>(results[m].preemptions));
+  }
+  std::printf(
+      "\nused_fraction = KV slots holding real token states / KV slots reserved, summed over "
+      "steps.\n"
+      "paged wastes %.1f%% (only the unfilled tail of each request's last block; vLLM reports "
+      "under 4%%).\n"
+      "contiguous_max keeps %.1f%% in use, %s the 20.4-38.2%% the vLLM paper measured for\n"
+      "earlier systems (Orca Max/Pow2/Oracle). Why the numbers differ from the paper: this is a\n"
+      "time average over an idealized replay of a synthetic lognormal trace (ShareGPT-like\n"
+      "means, output mean lowered by the %lld-token cap) with a saturated queue, counting only\n"
+      "the KV pool; the paper sampled a real engine. Long requests dominate time-averaged use,\n"
+      "so a heavier tail (--sigma) raises every share; contiguous_exact also pays external\n"
+      "fragmentation (first-fit holes), which paging removes entirely. The paged manager admits\n"
+      "greedily up to --max-num-seqs and preempts (recompute) when blocks run out, so compare\n"
+      "batch sizes by mean_requests as well as peak_requests.\n",
+      100.0 * (1.0 - results[2].used_fraction), 100.0 * results[0].used_fraction,
+      results[0].used_fraction >= 0.204 && results[0].used_fraction <= 0.382 ? "inside" : "outside",
+      f.max_len);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "paged_memory: error: %s\n", e.message.c_str());
+  } catch (const inferkit::Error& e) {
+    std::fprintf(stderr, "paged_memory: error: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "paged_memory: error: %s\n", e.what());
+  }
+  return 2;
+}

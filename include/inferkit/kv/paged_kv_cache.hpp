@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: Apache-2.0
+// PagedKVCache<T>: the storage behind BlockAllocator/BlockTable. It owns every layer's K and V
+// pages (optionally quantized to fp8, int8 or int4), writes new tokens' K/V through a slot
+// mapping, copies blocks for copy-on-write, gathers a sequence back to contiguous tensors, and
+// hands kernels a non-owning PagedKVView per layer. In a step: plan (tables) -> append -> attend.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <inferkit/core/error.hpp>
+#include <inferkit/kv/block_allocator.hpp>
+#include <inferkit/kv/block_table.hpp>
+#include <inferkit/kv/detail/element_convert.hpp>
+#include <inferkit/kv/detail/stream_copy.hpp>
+#include <inferkit/kv/kv_quantization.hpp>
+#include <inferkit/kv/paged_kv_view.hpp>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace inferkit {
+
+/// Sizes of a paged KV cache. All counts are elements or tokens, not bytes.
+struct PagedKVCacheShape {
+  std::int32_t num_layers = 1;
+  std::int32_t num_blocks = 1;
+  std::int32_t block_size = 16;  ///< tokens per block
+  std::int32_t num_kv_heads = 1;
+  std::int32_t head_dim = 128;  ///< logical elements per token and head
+};
+
+/// Paged K/V storage for every layer, with elements of type `T` (see `KVStorage`).
+///
+/// Layout, per layer and separately for K and V (the `PagedKVView` layout):
+/// `[num_blocks][num_kv_heads][block_size][head_dim]` elements, so one head's tokens in one page
+/// are contiguous and a decode kernel streams `block_size * head_dim` elements per (page, head).
+/// Packed int4 (`T = std::uint8_t`) stores `head_dim / 2` bytes per token and head.
+/// Quantization metadata (see `KVQuantization`):
+/// - fp8 (`float8_e4m3`, `float8_e5m2`): a power-of-two scale per (block, head) `[num_blocks]
+///   [num_kv_heads]`. Writing slot 0 of a block starts the block afresh; a later token that needs
+///   a larger scale rescales the block's earlier slots (exact for normal values).
+/// - int8: a scale per (block, head, slot); int4: scale and zero point per (block, head, slot),
+///   `[num_blocks][num_kv_heads][block_size]`.
+///
+/// Storage is zero-initialized. Which slots hold tokens is the block tables' business: gathers
+/// read exactly `num_tokens` positions, so new or recycled blocks never expose stale values.
+/// Appends write pages with non-temporal stores where the build has AVX2 (the data is read much
+/// later; see bench_kv) and fence before returning. Different layers may be appended from
+/// different threads; one layer takes one writer at a time.
+template <KVStorage T>
+class PagedKVCache {
+ public:
+  using Element = T;
+  static constexpr KVQuantization kScheme = KVStorageTraits<T>::kScheme;
+  static constexpr bool kPackedInt4 = kScheme == KVQuantization::kInt4TokenScaleZero;
+
+ private:
+  PagedKVCacheShape shape_;
+  std::int64_t token_stride_ = 0;  // elements per (token, head)
+  std::int64_t layer_elements_ = 0;
+  std::int64_t layer_scales_ = 0;
+  using Storage = std::vector<T, detail::AlignedAllocator<T, 64>>;
+  // Appends stage one token-head vector on the stack, then stream it to its page.
+  static constexpr std::size_t kStagingBytes = 4096;
+
+  Storage k_;  // 64-byte aligned, so token chunks of 32-byte multiples take streaming stores
+  Storage v_;
+  std::vector<float> k_scale_;
+  std::vector<float> v_scale_;
+  std::vector<float> k_zero_;
+  std::vector<float> v_zero_;
+
+ public:
+  /// Allocates zeroed storage for `shape`. Throws `Error{kInvalidArgument}` for a non-positive
+  /// size or an odd head_dim with int4, `Error{kOutOfRange}` if the storage size overflows.
+  explicit PagedKVCache(const PagedKVCacheShape& shape) : shape_(shape) {
+    check_arg(shape.num_layers >= 1, ErrorCode::kInvalidArgument, "num_layers", shape.num_layers,
+              "must be >=", 1);
+    check_arg(shape.num_blocks >= 1, ErrorCode::kInvalidArgument, "num_blocks", shape.num_blocks,
+              "must be >=", 1);
+    check_arg(shape.block_size >= 1, ErrorCode::kInvalidArgument, "block_size", shape.block_size,
+              "must be >=", 1);
+    check_arg(shape.num_kv_heads >= 1, ErrorCode::kInvalidArgument, "num_kv_heads",
+              shape.num_kv_heads, "must be >=", 1);
+    check_arg(shape.head_dim >= 1 && (!kPackedInt4 || shape.head_dim % 2 == 0),
+              ErrorCode::kInvalidArgument, "head_dim", shape.head_dim,
+              kPackedInt4 ? "must be even and >=" : "must be >=", kPackedInt4 ? 2 : 1);
+    token_stride_ = kPackedInt4 ? shape.head_dim / 2 : shape.head_dim;
+    // Overflow-safe sizes: every factor is below 2^31, check before each multiplication.
+    constexpr std::int64_t kLimit = std::numeric_limits<std::int64_t>::max() / 64;
+    std::int64_t n = token_stride_;
+    for (std::int64_t f : {std::int64_t{shape.block_size}, std::int64_t{shape.num_kv_heads},
+                           std::int64_t{shape.num_blocks}, std::int64_t{shape.num_layers}}) {
+      check_arg(n <= kLimit / f, ErrorCode::kOutOfRange, "KV cache elements", n,
+                "times the next extent overflows; limit", kLimit);
+      n *= f;
+    }
+    layer_elements_ = n / shape.num_layers;
+    k_.resize(static_cast<std::size_t>(n));
+    v_.resize(static_cast<std::size_t>(n));
+    std::int64_t scales = std::int64_t{shape.num_blocks} * shape.num_kv_heads;
+    if constexpr (kScheme == KVQuantization::kInt8TokenScale || kPackedInt4) {
+      scales *= shape.block_size;
+    }
+    layer_scales_ = kScheme == KVQuantization::kNone ? 0 : scales;
+    k_scale_.resize(static_cast<std::size_t>(layer_scales_ * shape.num_layers));
+    v_scale_.resize(k_scale_.size());
+    if constexpr (kPackedInt4) {
+      k_zero_.resize(k_scale_.size());
+      v_zero_.resize(k_scale_.size());
+    }
+  }
+
+  /// The sizes this cache was built with.
+  const PagedKVCacheShape& shape() const noexcept { return shape_; }
+  /// Slots (tokens) across all blocks: num_blocks * block_size.
+  std::int64_t num_slots() const noexcept {
+    return std::int64_t{shape_.num_blocks} * shape_.block_size;
+  }
+  /// Bytes of K+V storage plus quantization metadata, all layers.
+  std::int64_t memory_bytes() const noexcept {
+    return static_cast<std::int64_t>(
+        (k_.size() + v_.size()) * sizeof(T) +
+        (k_scale_.size() + v_scale_.size() + k_zero_.size() + v_zero_.size()) * sizeof(float));
+  }
+
+  /// The kernel view of layer `layer` (pointers into this cache; valid while it lives).
+  /// Throws `Error{kOutOfRange}` for a bad layer.
+  PagedKVView<T> view(std::int32_t layer) {
+    check_layer(layer);
+    PagedKVView<T> v = empty_view<T>();
+    v.k = k_.data() + layer * layer_elements_;
+    v.v = v_.data() + layer * layer_elements_;
+    set_scale_pointers(v, layer);
+    return v;
+  }
+  /// Read-only kernel view of layer `layer`.
+  PagedKVView<const T> view(std::int32_t layer) const {
+    check_layer(layer);
+    PagedKVView<const T> v = empty_view<const T>();
+    v.k = k_.data() + layer * layer_elements_;
+    v.v = v_.data() + layer * layer_elements_;
+    set_scale_pointers(v, layer);
+    return v;
+  }
+
+  /// Writes the K and V of `slot_mapping.size()` new tokens of layer `layer`, quantizing or
+  /// converting from float. `k`, `v`: `[num_tokens][num_kv_heads][head_dim]` floats; token `i`
+  /// goes to slot `slot_mapping[i]` (`BlockTable::append_tokens` gives them); slot -1 skips a
+  /// padding token. Validates everything before writing. O(num_tokens * heads * head_dim).
+  /// Throws `Error{kOutOfRange}` for a bad layer or slot, `Error{kInvalidArgument}` for sizes.
+  void append(std::int32_t layer, std::span<const std::int64_t> slot_mapping,
+              std::span<const float> k, std::span<const float> v) {
+    check_append(layer, slot_mapping, k.size(), v.size());
+    write_tokens(layer, slot_mapping, k, k_, k_scale_, k_zero_);
+    write_tokens(layer, slot_mapping, v, v_, v_scale_, v_zero_);
+    detail::stream_fence();
+  }
+
+  /// `append` for unquantized storage from elements already of type `T` (a straight copy per
+  /// token and head, the decode-step fast path).
+  void append_elements(std::int32_t layer, std::span<const std::int64_t> slot_mapping,
+                       std::span<const T> k,
+                       std::span<const T> v) requires(kScheme == KVQuantization::kNone) {
+    check_append(layer, slot_mapping, k.size(), v.size());
+    copy_tokens(layer, slot_mapping, k, k_);
+    copy_tokens(layer, slot_mapping, v, v_);
+    detail::stream_fence();
+  }
+
+  /// Reads the first `num_tokens` tokens held by `blocks` (logical order) of layer `layer` into
+  /// `k_out`, `v_out`: `[num_tokens][num_kv_heads][head_dim]` floats, dequantized.
+  /// Throws `Error{kOutOfRange}` for a bad layer/block or `num_tokens > blocks * block_size`,
+  /// `Error{kInvalidArgument}` for output sizes.
+  void gather(std::int32_t layer, std::span<const BlockId> blocks, std::int64_t num_tokens,
+              std::span<float> k_out, std::span<float> v_out) const {
+    check_layer(layer);
+    const std::int64_t capacity = static_cast<std::int64_t>(blocks.size()) * shape_.block_size;
+    check_arg(num_tokens >= 0 && num_tokens <= capacity, ErrorCode::kOutOfRange, "num_tokens",
+              num_tokens, "must be in [0, blocks * block_size] =", capacity);
+    for (BlockId b : blocks) check_block(b, "blocks[i]");
+    const std::int64_t want = num_tokens * shape_.num_kv_heads * shape_.head_dim;
+    check_arg(static_cast<std::int64_t>(k_out.size()) == want &&
+                  static_cast<std::int64_t>(v_out.size()) == want,
+              ErrorCode::kInvalidArgument, "k_out.size()", k_out.size(),
+              "must equal num_tokens * num_kv_heads * head_dim =", want);
+    read_tokens(layer, blocks, num_tokens, k_, k_scale_, k_zero_, k_out);
+    read_tokens(layer, blocks, num_tokens, v_, v_scale_, v_zero_, v_out);
+  }
+
+  /// `gather` of a whole sequence.
+  void gather(std::int32_t layer, const BlockTable& table, std::span<float> k_out,
+              std::span<float> v_out) const {
+    gather(layer, table.blocks(), table.num_tokens(), k_out, v_out);
+  }
+
+  /// Copies the first `num_slots` token slots of block `src` to block `dst` in every layer, K
+  /// and V, with their quantization metadata (copy-on-write; see `BlockTable::append_tokens`).
+  /// Throws `Error{kOutOfRange}` for bad ids or `num_slots` outside [0, block_size].
+  void copy_block(BlockId src, BlockId dst, std::int32_t num_slots) {
+    check_block(src, "src");
+    check_block(dst, "dst");
+    check_arg(num_slots >= 0 && num_slots <= shape_.block_size, ErrorCode::kOutOfRange, "num_slots",
+              num_slots, "must be in [0, block_size] =", shape_.block_size);
+    if (src == dst) return;
+    const PagedKVView<T> geometry = empty_view<T>();
+    const auto n = static_cast<std::size_t>(num_slots * token_stride_);
+    for (std::int32_t layer = 0; layer < shape_.num_layers; ++layer) {
+      const std::int64_t base = layer * layer_elements_;
+      const std::int64_t sbase = layer * layer_scales_;
+      for (std::int32_t h = 0; h < shape_.num_kv_heads; ++h) {
+        const std::int64_t from = base + geometry.offset(src, h, 0);
+        const std::int64_t to = base + geometry.offset(dst, h, 0);
+        std::memcpy(&k_[idx(to)], &k_[idx(from)], n * sizeof(T));
+        std::memcpy(&v_[idx(to)], &v_[idx(from)], n * sizeof(T));
+        if constexpr (kScheme == KVQuantization::kFp8BlockScale) {
+          const std::int64_t hs = sbase + std::int64_t{src} * shape_.num_kv_heads + h;
+          const std::int64_t hd = sbase + std::int64_t{dst} * shape_.num_kv_heads + h;
+          k_scale_[idx(hd)] = k_scale_[idx(hs)];
+          v_scale_[idx(hd)] = v_scale_[idx(hs)];
+        } else if constexpr (kScheme != KVQuantization::kNone) {
+          const std::int64_t ts = sbase + geometry.token_scale_index(src, h, 0);
+          const std::int64_t td = sbase + geometry.token_scale_index(dst, h, 0);
+          for (std::int32_t s = 0; s < num_slots; ++s) {
+            k_scale_[idx(td + s)] = k_scale_[idx(ts + s)];
+            v_scale_[idx(td + s)] = v_scale_[idx(ts + s)];
+            if constexpr (kPackedInt4) {
+              k_zero_[idx(td + s)] = k_zero_[idx(ts + s)];
+              v_zero_[idx(td + s)] = v_zero_[idx(ts + s)];
+            }
+          }
+        }
+      }
+    }
+  }
+
+  /// Runs every copy of a step (vLLM's `blocks_to_copy`), in order.
+  void copy_blocks(std::span<const BlockCopy> copies) {
+    for (const BlockCopy& c : copies) copy_block(c.src, c.dst, c.num_slots);
+  }
+
+ private:
+  static std::size_t idx(std::int64_t i) noexcept { return static_cast<std::size_t>(i); }
+
+  template <class U>
+  PagedKVView<U> empty_view() const noexcept {
+    PagedKVView<U> v;
+    v.num_blocks = shape_.num_blocks;
+    v.num_kv_heads = shape_.num_kv_heads;
+    v.block_size = shape_.block_size;
+    v.head_dim = shape_.head_dim;
+    v.packed_int4 = kPackedInt4;
+    return v;
+  }
+  template <class View>
+  void set_scale_pointers(View& v, std::int32_t layer) const noexcept {
+    if constexpr (kScheme != KVQuantization::kNone) {
+      v.k_scale = k_scale_.data() + layer * layer_scales_;
+      v.v_scale = v_scale_.data() + layer * layer_scales_;
+    }
+    if constexpr (kPackedInt4) {
+      v.k_zero = k_zero_.data() + layer * layer_scales_;
+      v.v_zero = v_zero_.data() + layer * layer_scales_;
+    }
+  }
+
+  void check_layer(std::int32_t layer) const {
+    check_arg(layer >= 0 && layer < shape_.num_layers, ErrorCode::kOutOfRange, "layer", layer,
+              "must be in [0, num_layers) with num_layers =", shape_.num_layers);
+  }
+  void check_block(BlockId b, const char* name) const {
+    check_arg(b >= 0 && b < shape_.num_blocks, ErrorCode::kOutOfRange, name, b,
+              "must be in [0, num_blocks) with num_blocks =", shape_.num_blocks);
+  }
+  void check_append(std::int32_t layer, std::span<const std::int64_t> slots, std::size_t k_size,
+                    std::size_t v_size) const {
+    check_layer(layer);
+    const std::int64_t want =
+        static_cast<std::int64_t>(slots.size()) * shape_.num_kv_heads * shape_.head_dim;
+    check_arg(static_cast<std::int64_t>(k_size) == want, ErrorCode::kInvalidArgument, "k.size()",
+              k_size, "must equal num_tokens * num_kv_heads * head_dim =", want);
+    check_arg(static_cast<std::int64_t>(v_size) == want, ErrorCode::kInvalidArgument, "v.size()",
+              v_size, "must equal num_tokens * num_kv_heads * head_dim =", want);
+    const std::int64_t limit = num_slots();
+    for (std::int64_t s : slots) {
+      check_arg(s >= -1 && s < limit, ErrorCode::kOutOfRange, "slot", s,
+                "must be -1 (skip) or in [0, num_blocks * block_size) =", limit);
+    }
+  }
+
+  void copy_tokens(std::int32_t layer, std::span<const std::int64_t> slots, std::span<const T> src,
+                   Storage& dst) {
+    const PagedKVView<T> g = empty_view<T>();
+    T* base = dst.data() + layer * layer_elements_;
+    const std::size_t bytes = static_cast<std::size_t>(shape_.head_dim) * sizeof(T);
+    const T* in = src.data();
+    for (std::int64_t s : slots) {
+      if (s >= 0) {
+        const auto block = static_cast<std::int32_t>(s / shape_.block_size);
+        const auto slot = static_cast<std::int32_t>(s % shape_.block_size);
+        T* out = base + g.offset(block, 0, slot);
+        for (std::int32_t h = 0; h < shape_.num_kv_heads; ++h) {
+          detail::stream_copy(out, in + std::int64_t{h} * shape_.head_dim, bytes);
+          out += g.head_stride();
+        }
+      }
+      in += std::int64_t{shape_.num_kv_heads} * shape_.head_dim;
+    }
+  }
+
+  void write_tokens(std::int32_t layer, std::span<const std::int64_t> slots,
+                    std::span<const float> src, Storage& dst, std::vector<float>& scale,
+                    std::vector<float>& zero) {
+    const PagedKVView<T> g = empty_view<T>();
+    T* base = dst.data() + layer * layer_elements_;
+    float* scales = scale.empty() ? nullptr : scale.data() + layer * layer_scales_;
+    float* zeros = zero.empty() ? nullptr : zero.data() + layer * layer_scales_;
+    const auto hd = static_cast<std::size_t>(shape_.head_dim);
+    const auto ts = static_cast<std::size_t>(token_stride_);
+    alignas(64) unsigned char staging[kStagingBytes];
+    const bool staged = ts * sizeof(T) <= kStagingBytes;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      if (slots[i] < 0) continue;
+      const auto block = static_cast<std::int32_t>(slots[i] / shape_.block_size);
+      const auto slot = static_cast<std::int32_t>(slots[i] % shape_.block_size);
+      for (std::int32_t h = 0; h < shape_.num_kv_heads; ++h) {
+        const std::span<const float> x =
+            src.subspan((i * idx(shape_.num_kv_heads) + idx(h)) * hd, hd);
+        T* const page = base + g.offset(block, h, slot);
+        T* const out = staged ? reinterpret_cast<T*>(staging) : page;
+        if constexpr (kScheme == KVQuantization::kNone) {
+          detail::convert_from_float(x.data(), out, hd);
+        } else if constexpr (kScheme == KVQuantization::kInt8TokenScale) {
+          scales[g.token_scale_index(block, h, slot)] = quantize_int8(x, std::span<T>(out, ts));
+        } else if constexpr (kPackedInt4) {
+          const Int4Params p = quantize_int4(x, std::span<T>(out, ts));
+          scales[g.token_scale_index(block, h, slot)] = p.scale;
+          zeros[g.token_scale_index(block, h, slot)] = p.zero;
+        } else {  // fp8: one scale per (block, head), grown by powers of two
+          float& s = scales[std::int64_t{block} * shape_.num_kv_heads + h];
+          const float current = slot == 0 ? 0.0f : s;
+          const float need = fp8_block_scale(abs_max(x), KVStorageTraits<T>::kMaxFinite);
+          const float use = need > current ? need : current;
+          if (slot > 0 && use != current) {
+            rescale_fp8(std::span<T>(base + g.offset(block, h, 0), idx(slot) * ts), current, use);
+          }
+          s = use;
+          quantize_fp8(x, use, std::span<T>(out, ts));
+        }
+        if (staged) detail::stream_copy(page, out, ts * sizeof(T));
+      }
+    }
+  }
+
+  void read_tokens(std::int32_t layer, std::span<const BlockId> blocks, std::int64_t num_tokens,
+                   const Storage& src, const std::vector<float>& scale,
+                   const std::vector<float>& zero, std::span<float> out) const {
+    const PagedKVView<T> g = empty_view<T>();
+    const T* base = src.data() + layer * layer_elements_;
+    const float* scales = scale.empty() ? nullptr : scale.data() + layer * layer_scales_;
+    const float* zeros = zero.empty() ? nullptr : zero.data() + layer * layer_scales_;
+    const auto hd = static_cast<std::size_t>(shape_.head_dim);
+    const auto ts = static_cast<std::size_t>(token_stride_);
+    for (std::int64_t p = 0; p < num_tokens; ++p) {
+      const BlockId block = blocks[idx(p / shape_.block_size)];
+      const auto slot = static_cast<std::int32_t>(p % shape_.block_size);
+      for (std::int32_t h = 0; h < shape_.num_kv_heads; ++h) {
+        const std::span<float> y =
+            out.subspan((idx(p) * idx(shape_.num_kv_heads) + idx(h)) * hd, hd);
+        const std::span<const T> q(base + g.offset(block, h, slot), ts);
+        if constexpr (kScheme == KVQuantization::kNone) {
+          for (std::size_t e = 0; e < hd; ++e) y[e] = static_cast<float>(q[e]);
+        } else if constexpr (kScheme == KVQuantization::kInt8TokenScale) {
+          dequantize_int8(q, scales[g.token_scale_index(block, h, slot)], y);
+        } else if constexpr (kPackedInt4) {
+          const std::int64_t at = g.token_scale_index(block, h, slot);
+          dequantize_int4(q, Int4Params{scales[at], zeros[at]}, y);
+        } else {
+          dequantize_fp8(q, scales[std::int64_t{block} * shape_.num_kv_heads + h], y);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace inferkit

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests for kv/kv_quantization.hpp: int8 and int4 error bounds (|error| <= scale / 2 per
+// element), nibble packing order, fp8 power-of-two block scales and their error within the
+// format's relative rounding, exact rescaling, the storage traits, and the bulk conversions
+// (F16C fp16, branch-light e4m3) against the scalar storage types bit for bit.
+#include <bit>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <inferkit/core/rng.hpp>
+#include <inferkit/kv/detail/element_convert.hpp>
+#include <inferkit/kv/kv_quantization.hpp>
+#include <vector>
+
+using namespace inferkit;
+
+namespace {
+
+std::vector<float> random_vector(Rng& rng, std::size_t n, float magnitude) {
+  std::vector<float> x(n);
+  for (float& v : x) v = (2.0f * rng.uniform() - 1.0f) * magnitude;
+  return x;
+}
+
+}  // namespace
+
+static_assert(KVStorage<float> && KVStorage<float16> && KVStorage<bfloat16> &&
+              KVStorage<float8_e4m3> && KVStorage<float8_e5m2> && KVStorage<std::int8_t> &&
+              KVStorage<std::uint8_t>);
+static_assert(!KVStorage<double> && !KVStorage<int>);
+static_assert(KVStorageTraits<std::uint8_t>::kDType == DType::kInt4);
+
+TEST_CASE("quantize_int8: error is at most half a scale step", "[kv][kv_quantization]") {
+  Rng rng(5);
+  for (float magnitude : {1e-3f, 1.0f, 37.0f, 3e4f}) {
+    for (std::size_t n : {std::size_t{1}, std::size_t{64}, std::size_t{128}}) {
+      const std::vector<float> x = random_vector(rng, n, magnitude);
+      std::vector<std::int8_t> q(n);
+      std::vector<float> y(n);
+      const float scale = quantize_int8(x, q);
+      CHECK(scale == Approx(abs_max(x) / 127.0f));
+      dequantize_int8(q, scale, y);
+      for (std::size_t i = 0; i < n; ++i) {
+        CHECK(std::fabs(x[i] - y[i]) <= scale * 0.5f * (1.0f + 1e-5f));
+        CHECK(std::abs(int{q[i]}) <= 127);
+      }
+    }
+  }
+  SECTION("an all-zero vector") {
+    const std::vector<float> x(8, 0.0f);
+    std::vector<std::int8_t> q(8, 5);
+    CHECK(quantize_int8(x, q) == 0.0f);
+    for (std::int8_t v : q) CHECK(v == 0);
+  }
+}
+
+TEST_CASE("quantize_int4: error is at most half a scale step and nibbles pack low first",
+          "[kv][kv_quantization]") {
+  Rng rng(6);
+  for (float magnitude : {1e-2f, 1.0f, 500.0f}) {
+    const std::size_t n = 128;
+    std::vector<float> x = random_vector(rng, n, magnitude);
+    x[3] += magnitude;  // asymmetric range
+    std::vector<std::uint8_t> packed(n / 2);
+    std::vector<float> y(n);
+    const Int4Params p = quantize_int4(x, packed);
+    dequantize_int4(packed, p, y);
+    float lo = x[0];
+    for (float v : x) lo = std::min(lo, v);
+    for (std::size_t i = 0; i < n; ++i) {
+      CHECK(std::fabs(x[i] - y[i]) <= p.scale * 0.5f * (1.0f + 1e-4f) + 1e-6f * magnitude);
+      // The code of element i sits in the low nibble for even i.
+      const std::uint8_t code = i % 2 == 0 ? low_nibble(packed[i / 2]) : high_nibble(packed[i / 2]);
+      CHECK(static_cast<float>(code) == Approx(std::rint((x[i] - lo) / p.scale)).margin(1.0));
+    }
+  }
+  SECTION("a constant vector is exact") {
+    const std::vector<float> x(4, -2.5f);
+    std::vector<std::uint8_t> packed(2);
+    std::vector<float> y(4);
+    const Int4Params p = quantize_int4(x, packed);
+    dequantize_int4(packed, p, y);
+    for (float v : y) CHECK(v == -2.5f);
+  }
+}
+
+TEST_CASE("fp8_block_scale: the smallest power of two that fits the range",
+          "[kv][kv_quantization]") {
+  CHECK(fp8_block_scale(0.0f, 448.0f) == 0.0f);
+  CHECK(fp8_block_scale(448.0f, 448.0f) == 1.0f);
+  CHECK(fp8_block_scale(449.0f, 448.0f) == 2.0f);
+  CHECK(fp8_block_scale(224.0f, 448.0f) == 0.5f);
+  Rng rng(7);
+  for (int i = 0; i < 1000; ++i) {
+    const float amax = std::ldexp(rng.uniform() + 0.01f, static_cast<int>(rng.below(40)) - 20);
+    const float s = fp8_block_scale(amax, 448.0f);
+    int e = 0;
+    CHECK(std::frexp(s, &e) == 0.5f);  // a power of two
+    CHECK(amax / s <= 448.0f);
+    CHECK(amax / s > 224.0f);
+  }
+}
+
+TEMPLATE_TEST_CASE("quantize_fp8: error within the format's relative rounding",
+                   "[kv][kv_quantization]", float8_e4m3, float8_e5m2) {
+  using F8 = TestType;
+  const bool e4m3 = std::is_same_v<F8, float8_e4m3>;
+  const float max_finite = KVStorageTraits<F8>::kMaxFinite;
+  // Half an ulp relative to the value (normal range) plus half the smallest subnormal.
+  const float rel = e4m3 ? 0x1p-4f : 0x1p-3f;
+  const float abs_step = e4m3 ? 0x1p-10f : 0x1p-17f;
+  Rng rng(8);
+  for (float magnitude : {1e-3f, 1.0f, 1000.0f}) {
+    const std::vector<float> x = random_vector(rng, 256, magnitude);
+    const float s = fp8_block_scale(abs_max(x), max_finite);
+    std::vector<F8> q(x.size());
+    std::vector<float> y(x.size());
+    quantize_fp8<F8>(x, s, q);
+    dequantize_fp8<F8>(q, s, y);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      CHECK(std::fabs(x[i] - y[i]) <= rel * std::fabs(x[i]) + abs_step * s);
+    }
+    SECTION("rescaling to a larger power of two keeps normal values exact") {
+      std::vector<F8> r = q;
+      rescale_fp8<F8>(std::span<F8>(r), s, 4.0f * s);
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const float before = static_cast<float>(q[i]) * s;
+        const float after = static_cast<float>(r[i]) * 4.0f * s;
+        if (std::fabs(before) >= 4.0f * s * (e4m3 ? 0x1p-6f : 0x1p-14f)) {
+          CHECK(after == before);
+        } else {
+          CHECK(std::fabs(after - before) <= 4.0f * s * abs_step);
+        }
+      }
+    }
+  }
+  SECTION("a zero scale stores zeros") {
+    const std::vector<float> x(4, 0.0f);
+    std::vector<F8> q(4);
+    quantize_fp8<F8>(x, 0.0f, q);
+    for (F8 v : q) CHECK(static_cast<float>(v) == 0.0f);
+  }
+}
+
+TEST_CASE("e4m3_bits_rne: gives the same bits as float8_e4m3 for every sampled float",
+          "[kv][kv_quantization]") {
+#if defined(INFERKIT_TEST_SANITIZED)
+  const std::uint64_t kStride = 4099;  // ~1M samples
+#else
+  const std::uint64_t kStride = 409;  // ~10M samples over all 2^32 bit patterns
+#endif
+  std::uint64_t mismatches = 0;
+  for (std::uint64_t u = 0; u <= 0xFFFFFFFFull; u += kStride) {
+    const float x = std::bit_cast<float>(static_cast<std::uint32_t>(u));
+    mismatches += detail::e4m3_bits_rne(x) != float8_e4m3(x).bits ? 1 : 0;
+  }
+  CHECK(mismatches == 0);
+  // Every e4m3 value, every midpoint between neighbours (ties), and the edges.
+  for (std::uint32_t b = 0; b < 256; ++b) {
+    const float v = static_cast<float>(float8_e4m3::from_bits(static_cast<std::uint8_t>(b)));
+    const float next =
+        static_cast<float>(float8_e4m3::from_bits(static_cast<std::uint8_t>((b + 1) & 0xFF)));
+    for (float x : {v, 0.5f * (v + next), std::nextafter(v, 0.0f), std::nextafter(v, 1e9f)}) {
+      CHECK(detail::e4m3_bits_rne(x) == float8_e4m3(x).bits);
+    }
+  }
+  for (float x : {448.0f, 464.0f, 1e30f, -1e30f, INFINITY, -INFINITY, 0x1p-6f, 0x1p-10f, -0.0f,
+                  0x1p-126f, 0x1p-149f}) {
+    CHECK(detail::e4m3_bits_rne(x) == float8_e4m3(x).bits);
+  }
+}
+
+TEMPLATE_TEST_CASE("convert_from_float: bulk conversion gives the scalar type's bits",
+                   "[kv][kv_quantization]", float, float16, bfloat16, float8_e4m3) {
+  Rng rng(9);
+  std::vector<float> x(1027);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float mag = std::ldexp(1.0f, static_cast<int>(rng.below(60)) - 30);
+    x[i] = (rng.uniform() - 0.5f) * mag;
+  }
+  x[0] = 65504.0f;
+  x[1] = 65520.0f;  // rounds to fp16 infinity
+  x[2] = 0x1p-25f;  // fp16 subnormal tie
+  x[3] = -0.0f;
+  x[4] = INFINITY;
+  x[5] = 1e-40f;
+  std::vector<TestType> bulk(x.size());
+  detail::convert_from_float(x.data(), bulk.data(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const TestType scalar(x[i]);
+    REQUIRE(std::memcmp(&bulk[i], &scalar, sizeof(TestType)) == 0);
+  }
+}

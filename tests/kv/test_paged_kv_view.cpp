@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests for kv/paged_kv_view.hpp: the strides and offsets of PagedKVView (plain and packed
+// int4) against a brute-force enumeration of the documented layout, and PageTableView's page
+// counts and sequence lengths.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <inferkit/kv/paged_kv_view.hpp>
+#include <set>
+#include <type_traits>
+#include <vector>
+
+using inferkit::PagedKVView;
+using inferkit::PageTableView;
+
+TEST_CASE("PagedKVView: offsets enumerate the layout densely without overlap",
+          "[kv][paged_kv_view]") {
+  for (bool packed : {false, true}) {
+    PagedKVView<std::uint8_t> view;
+    view.num_blocks = 3;
+    view.num_kv_heads = 2;
+    view.block_size = 5;
+    view.head_dim = 8;
+    view.packed_int4 = packed;
+    const std::int64_t ts = packed ? 4 : 8;
+    CHECK(view.token_stride() == ts);
+    CHECK(view.head_stride() == ts * 5);
+    CHECK(view.block_stride() == ts * 5 * 2);
+    // Walking [block][head][slot] in order visits consecutive token-sized chunks.
+    std::int64_t expected = 0;
+    std::set<std::int64_t> scale_indices;
+    for (std::int32_t b = 0; b < 3; ++b) {
+      for (std::int32_t h = 0; h < 2; ++h) {
+        for (std::int32_t s = 0; s < 5; ++s) {
+          CHECK(view.offset(b, h, s) == expected);
+          expected += ts;
+          scale_indices.insert(view.token_scale_index(b, h, s));
+        }
+      }
+    }
+    CHECK(expected == view.block_stride() * view.num_blocks);
+    CHECK(scale_indices.size() == 30);
+    CHECK(*scale_indices.rbegin() == 29);
+  }
+}
+
+TEST_CASE("PageTableView: page counts and lengths follow indptr and last_page_len",
+          "[kv][paged_kv_view]") {
+  const std::vector<std::int32_t> indptr{0, 2, 2, 5};
+  const std::vector<std::int32_t> indices{4, 1, 0, 3, 2};
+  const std::vector<std::int32_t> last{3, 0, 16};
+  const PageTableView view{indptr.data(), indices.data(), last.data(), 3};
+  CHECK(view.num_pages(0) == 2);
+  CHECK(view.num_pages(1) == 0);
+  CHECK(view.num_pages(2) == 3);
+  CHECK(view.seq_len(0, 16) == 19);
+  CHECK(view.seq_len(1, 16) == 0);
+  CHECK(view.seq_len(2, 16) == 48);
+  static_assert(std::is_trivially_copyable_v<PageTableView>);
+  static_assert(std::is_trivially_copyable_v<PagedKVView<float>>);
+}
