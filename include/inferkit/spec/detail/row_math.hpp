@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+// Internal row kernels shared by the sampler and the verifiers: a blocked sum of a nonnegative
+// weight over a probability row (float lanes per block, double across blocks, so the loop
+// vectorizes and 256K-entry rows keep ~1e-7 relative accuracy) and the matching inverse-CDF walk.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <span>
+#include <vector>
+
+namespace inferkit::detail {
+
+inline constexpr std::size_t kSumLanes = 16;
+inline constexpr std::size_t kSumBlock = 1024;  // floats per float-accumulated block
+inline constexpr std::size_t kWalkBlock = 64;   // floats per block summed for the walk
+
+/// exp(z) for z <= 0 in float, within ~2 ulp (Cephes expf: range reduction by ln 2 and a degree-6
+/// polynomial), branch-free so softmax loops vectorize (std::exp does not without -ffast-math).
+/// Returns 0 for z < -87.3 (below the normal range) and for NaN.
+inline float exp_nonpositive(float z) noexcept {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f;
+  constexpr float kLn2Lo = -2.12194440e-4f;
+  constexpr float kMin = -87.3f;
+  const bool in_range = z >= kMin;  // false for NaN
+  const float x0 = in_range ? z : 0.0f;
+  // Round to nearest by the 1.5 * 2^23 shift: std::floor would not vectorize under trapping math.
+  constexpr float kShift = 12582912.0f;
+  const float n = (x0 * kLog2e + kShift) - kShift;
+  const float x = (x0 - n * kLn2Hi) - n * kLn2Lo;
+  float y = 1.9875691500e-4f;
+  y = y * x + 1.3981999507e-3f;
+  y = y * x + 8.3334519073e-3f;
+  y = y * x + 4.1665795894e-2f;
+  y = y * x + 1.6666665459e-1f;
+  y = y * x + 5.0000001201e-1f;
+  y = y * (x * x) + x + 1.0f;
+  // Scale by 2^n through the exponent bits (n >= -126 here, so 2^n is a normal float).
+  const float scale = std::bit_cast<float>((static_cast<std::int32_t>(n) + 127) << 23);
+  return in_range ? y * scale : 0.0f;
+}
+
+/// The largest value of `values`, skipping NaN; -inf for an empty or all-NaN row. Kept in lanes so
+/// the loop vectorizes.
+inline float max_value(std::span<const float> values) noexcept {
+  float lanes[kSumLanes];
+  std::fill(std::begin(lanes), std::end(lanes), -std::numeric_limits<float>::infinity());
+  const float* x = values.data();
+  const std::size_t n = values.size();
+  std::size_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    for (std::size_t l = 0; l < kSumLanes; ++l) {
+      lanes[l] = x[i + l] > lanes[l] ? x[i + l] : lanes[l];  // NaN compares false
+    }
+  }
+  float best = -std::numeric_limits<float>::infinity();
+  for (; i < n; ++i) {
+    best = x[i] > best ? x[i] : best;
+  }
+  for (float lane : lanes) {
+    best = lane > best ? lane : best;
+  }
+  return best;
+}
+
+/// Sum of `weight(i)` for i in [begin, end), in float lanes (vectorizable).
+template <class Weight>
+inline float lane_sum(const Weight& weight, std::size_t begin, std::size_t end) {
+  float lanes[kSumLanes] = {};
+  std::size_t i = begin;
+  for (; i + kSumLanes <= end; i += kSumLanes) {
+    for (std::size_t l = 0; l < kSumLanes; ++l) {
+      lanes[l] += weight(i + l);
+    }
+  }
+  float tail = 0.0f;
+  for (; i < end; ++i) {
+    tail += weight(i);
+  }
+  float total = tail;
+  for (float lane : lanes) {
+    total += lane;
+  }
+  return total;
+}
+
+/// Sum of `weight(i)` for i in [0, n): float lanes inside blocks, double across blocks.
+template <class Weight>
+inline double weight_sum(const Weight& weight, std::size_t n) {
+  double total = 0.0;
+  for (std::size_t begin = 0; begin < n; begin += kSumBlock) {
+    total += static_cast<double>(lane_sum(weight, begin, std::min(n, begin + kSumBlock)));
+  }
+  return total;
+}
+
+/// Draws an index with probability weight(i) / sum(weight) using the uniform `u` in [0, 1), in
+/// one pass over the row: the pass stores per-block sums (64 floats a block), so the inverse-CDF
+/// walk then scans those sums and re-reads a single block. Returns -1 when every weight is zero;
+/// if rounding leaves the target unreached, the last index with positive weight.
+template <class Weight>
+inline std::int64_t sample_weights(const Weight& weight, std::size_t n, double u) {
+  thread_local std::vector<float> block_sums;  // grows once per thread to the largest row
+  const std::size_t blocks = (n + kWalkBlock - 1) / kWalkBlock;
+  if (block_sums.size() < blocks) {
+    block_sums.resize(blocks);
+  }
+  float* sums = block_sums.data();
+  double total = 0.0;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t begin = b * kWalkBlock;
+    sums[b] = lane_sum(weight, begin, std::min(n, begin + kWalkBlock));
+    total += static_cast<double>(sums[b]);
+  }
+  if (!(total > 0.0)) {
+    return -1;
+  }
+  const double target = u * total;
+  double cumulative = 0.0;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    if (cumulative + static_cast<double>(sums[b]) <= target) {
+      cumulative += static_cast<double>(sums[b]);
+      continue;
+    }
+    const std::size_t end = std::min(n, (b + 1) * kWalkBlock);
+    for (std::size_t i = b * kWalkBlock; i < end; ++i) {
+      const float w = weight(i);
+      if (w > 0.0f) {
+        cumulative += static_cast<double>(w);
+        if (cumulative > target) {
+          return static_cast<std::int64_t>(i);
+        }
+      }
+    }
+  }
+  for (std::size_t i = n; i-- > 0;) {  // rounding: fall back to the last positive weight
+    if (weight(i) > 0.0f) {
+      return static_cast<std::int64_t>(i);
+    }
+  }
+  return -1;
+}
+
+}  // namespace inferkit::detail
