@@ -12,9 +12,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
+#include <examples/support/cli.hpp>
 #include <inferkit/core/dtype.hpp>
-#include <inferkit/core/error.hpp>
 #include <inferkit/core/model_shape.hpp>
 #include <inferkit/perf/hardware.hpp>
 #include <inferkit/perf/kv_memory_planner.hpp>
@@ -26,10 +25,8 @@
 
 namespace {
 
-// Thrown for a bad command line; main prints it on one line and exits with 2.
-struct UsageError {
-  std::string message;
-};
+using inferkit::examples::require;
+using inferkit::examples::UsageError;
 
 struct Flags {
   std::string model = "llama-3-70b";
@@ -55,88 +52,51 @@ void print_usage() {
       "          --weights-dtype bf16 --overhead 0.1 --kv-scales none\n");
 }
 
-long long parse_int(std::string_view flag, const std::string& text) {
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0') {
-    throw UsageError{std::string(flag) + " expects an integer, got '" + text + "'"};
-  }
-  return value;
-}
-
-double parse_double(std::string_view flag, const std::string& text) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(value)) {
-    throw UsageError{std::string(flag) + " expects a number, got '" + text + "'"};
-  }
-  return value;
-}
-
 Flags parse_flags(int argc, char** argv) {
   Flags flags;
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    const auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw UsageError{flag + " needs a value"};
-      return args[++i];
-    };
+  inferkit::examples::ArgParser args(argc, argv);
+  while (args.next()) {
+    const std::string& flag = args.flag();
     if (flag == "--model") {
-      flags.model = value();
+      flags.model = args.value();
     } else if (flag == "--gpus") {
-      flags.gpus = parse_int(flag, value());
+      flags.gpus = args.integer();
     } else if (flag == "--gpu-mem-gb") {
-      flags.gpu_mem_gb = parse_double(flag, value());
+      flags.gpu_mem_gb = args.number();
     } else if (flag == "--gpu-mem-gib") {
-      flags.gpu_mem_gib = parse_double(flag, value());
+      flags.gpu_mem_gib = args.number();
     } else if (flag == "--context") {
-      flags.context = parse_int(flag, value());
+      flags.context = args.integer();
     } else if (flag == "--weights-dtype") {
-      flags.weights_dtype = value();
+      flags.weights_dtype = args.value();
     } else if (flag == "--overhead") {
-      flags.overhead = parse_double(flag, value());
+      flags.overhead = args.number();
     } else if (flag == "--kv-scales") {
-      flags.kv_scales = value();
+      flags.kv_scales = args.value();
     } else if (flag == "--scale-block") {
-      flags.scale_block = parse_int(flag, value());
+      flags.scale_block = args.integer();
     } else if (flag == "--json") {
       flags.json = true;
     } else if (flag == "--list-models") {
       flags.list_models = true;
-    } else if (flag == "--help" || flag == "-h") {
+    } else if (args.help()) {
       print_usage();
       std::exit(0);
     } else {
-      throw UsageError{"unknown flag '" + flag + "' (see --help)"};
+      args.unknown_flag();
     }
   }
   // Check ranges here so the message names the flag the user typed.
-  if (flags.gpus < 1 || flags.gpus > 1'000'000) {
-    throw UsageError{"--gpus = " + std::to_string(flags.gpus) + " must be in [1, 1000000]"};
-  }
-  if (flags.gpu_mem_gb && flags.gpu_mem_gib) {
-    throw UsageError{"give --gpu-mem-gb or --gpu-mem-gib, not both"};
-  }
+  require(flags.gpus >= 1 && flags.gpus <= 1'000'000, "--gpus", flags.gpus, "in [1, 1000000]");
+  require(!(flags.gpu_mem_gb && flags.gpu_mem_gib), "give --gpu-mem-gb or --gpu-mem-gib, not both");
   for (const auto& [name, mem] : {std::pair{"--gpu-mem-gb", flags.gpu_mem_gb},
                                   std::pair{"--gpu-mem-gib", flags.gpu_mem_gib}}) {
-    if (mem && !(*mem > 0.0 && *mem < 1e9)) {
-      char text[64];
-      std::snprintf(text, sizeof text, "%g", *mem);
-      throw UsageError{std::string(name) + " = " + text + " must be > 0"};
-    }
+    if (mem) require(*mem > 0.0 && *mem < 1e9, name, inferkit::examples::format_g(*mem), "> 0");
   }
-  if (flags.context < 1) {
-    throw UsageError{"--context = " + std::to_string(flags.context) + " must be >= 1"};
-  }
-  if (!(flags.overhead >= 0.0 && flags.overhead < 1.0)) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%g", flags.overhead);
-    throw UsageError{std::string("--overhead = ") + text + " must be in [0, 1)"};
-  }
-  if (flags.scale_block < 1) {
-    throw UsageError{"--scale-block = " + std::to_string(flags.scale_block) + " must be >= 1"};
-  }
+  require(flags.context >= 1, "--context", flags.context, ">= 1");
+  require(flags.overhead >= 0.0 && flags.overhead < 1.0, "--overhead",
+          inferkit::examples::format_g(flags.overhead), "in [0, 1)");
+  require(flags.scale_block >= 1, "--scale-block", flags.scale_block, ">= 1");
   return flags;
 }
 
@@ -289,14 +249,13 @@ int run(int argc, char** argv) {
   }
   const inferkit::MemoryBudget& budget = rows.front().budget;
   if (!budget.fits) {
-    std::fprintf(stderr,
-                 "kv_capacity: error: %s does not fit: weights %.1f GB + overhead %.1f GB >= "
-                 "memory %.1f GB\n",
-                 model.name.c_str(),
-                 inferkit::bytes_to_gb(static_cast<double>(budget.weights_bytes)),
-                 inferkit::bytes_to_gb(static_cast<double>(budget.overhead_bytes)),
-                 inferkit::bytes_to_gb(static_cast<double>(budget.total_memory_bytes)));
-    return 2;
+    char text[256];
+    std::snprintf(
+        text, sizeof text, "%s does not fit: weights %.1f GB + overhead %.1f GB >= memory %.1f GB",
+        model.name.c_str(), inferkit::bytes_to_gb(static_cast<double>(budget.weights_bytes)),
+        inferkit::bytes_to_gb(static_cast<double>(budget.overhead_bytes)),
+        inferkit::bytes_to_gb(static_cast<double>(budget.total_memory_bytes)));
+    throw UsageError{text};
   }
   const double gqa_ratio = inferkit::gqa_saving(model, options.kv).ratio;
   if (flags.json) {
@@ -310,14 +269,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "kv_capacity: error: %s\n", e.message.c_str());
-  } catch (const inferkit::Error& e) {
-    std::fprintf(stderr, "kv_capacity: error: %s\n", e.what());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kv_capacity: error: %s\n", e.what());
-  }
-  return 2;
+  return inferkit::examples::run_main("kv_capacity", [&] { return run(argc, argv); });
 }

@@ -13,23 +13,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
-#include <inferkit/core/error.hpp>
+#include <examples/support/cli.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
 #include <iterator>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace {
 
-struct UsageError {
-  std::string message;
-};
+using inferkit::examples::require;
+using inferkit::examples::UsageError;
 
 struct Flags {
   long long requests = 2000;
@@ -65,64 +62,38 @@ void print_usage() {
       "  --json         print one JSON object\n");
 }
 
-long long parse_int(std::string_view flag, const std::string& text) {
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0') {
-    throw UsageError{std::string(flag) + " expects an integer, got '" + text + "'"};
-  }
-  return value;
-}
-
-double parse_double(std::string_view flag, const std::string& text) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(value)) {
-    throw UsageError{std::string(flag) + " expects a number, got '" + text + "'"};
-  }
-  return value;
-}
-
-void require(bool ok, const std::string& message) {
-  if (!ok) throw UsageError{message};
-}
-
-std::optional<Flags> parse_flags(int argc, char** argv) {
+Flags parse_flags(int argc, char** argv) {
   Flags f;
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    const auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw UsageError{flag + " needs a value"};
-      return args[++i];
-    };
+  inferkit::examples::ArgParser args(argc, argv);
+  while (args.next()) {
+    const std::string& flag = args.flag();
     if (flag == "--requests") {
-      f.requests = parse_int(flag, value());
+      f.requests = args.integer();
     } else if (flag == "--seed") {
-      f.seed = parse_int(flag, value());
+      f.seed = args.integer();
     } else if (flag == "--prompt-mean") {
-      f.prompt_mean = parse_double(flag, value());
+      f.prompt_mean = args.number();
     } else if (flag == "--output-mean") {
-      f.output_mean = parse_double(flag, value());
+      f.output_mean = args.number();
     } else if (flag == "--sigma") {
-      f.sigma = parse_double(flag, value());
+      f.sigma = args.number();
     } else if (flag == "--max-len") {
-      f.max_len = parse_int(flag, value());
+      f.max_len = args.integer();
     } else if (flag == "--block-size") {
-      f.block_size = parse_int(flag, value());
+      f.block_size = args.integer();
     } else if (flag == "--kv-tokens") {
-      f.kv_tokens = parse_int(flag, value());
+      f.kv_tokens = args.integer();
     } else if (flag == "--max-tokens") {
-      f.max_tokens = value();
+      f.max_tokens = args.value();
     } else if (flag == "--max-num-seqs") {
-      f.max_num_seqs = parse_int(flag, value());
+      f.max_num_seqs = args.integer();
     } else if (flag == "--json") {
       f.json = true;
-    } else if (flag == "--help" || flag == "-h") {
+    } else if (args.help()) {
       print_usage();
-      return std::nullopt;
+      std::exit(0);
     } else {
-      throw UsageError{"unknown flag '" + flag + "' (see --help)"};
+      args.unknown_flag();
     }
   }
   require(f.requests >= 1 && f.requests <= 1000000, "--requests must be in [1, 1000000]");
@@ -337,9 +308,7 @@ Result replay(const std::vector<Request>& trace, KVManager& manager, std::size_t
 }
 
 int run(int argc, char** argv) {
-  const std::optional<Flags> parsed = parse_flags(argc, argv);
-  if (!parsed) return 0;
-  const Flags& f = *parsed;
+  const Flags f = parse_flags(argc, argv);
   const std::vector<Request> trace = make_trace(f);
 
   ContiguousManager max_manager(f.kv_tokens, f.max_len, true);
@@ -404,14 +373,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "paged_memory: error: %s\n", e.message.c_str());
-  } catch (const inferkit::Error& e) {
-    std::fprintf(stderr, "paged_memory: error: %s\n", e.what());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "paged_memory: error: %s\n", e.what());
-  }
-  return 2;
+  return inferkit::examples::run_main("paged_memory", [&] { return run(argc, argv); });
 }

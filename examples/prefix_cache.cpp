@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
+#include <examples/support/cli.hpp>
 #include <inferkit/core/error.hpp>
 #include <inferkit/core/model_shape.hpp>
 #include <inferkit/core/rng.hpp>
@@ -24,15 +24,12 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace {
 
-// Thrown for a bad command line; main prints it on one line and exits with 2.
-struct UsageError {
-  std::string message;
-};
+using inferkit::examples::require;
+using inferkit::examples::UsageError;
 
 struct Flags {
   long long requests = 1000;
@@ -66,85 +63,57 @@ void print_usage() {
       "          --user-tokens 200 --sp-requests 100\n");
 }
 
-long long parse_int(std::string_view flag, const std::string& text) {
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0') {
-    throw UsageError{std::string(flag) + " expects an integer, got '" + text + "'"};
-  }
-  return value;
-}
-
-double parse_double(std::string_view flag, const std::string& text) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(value)) {
-    throw UsageError{std::string(flag) + " expects a number, got '" + text + "'"};
-  }
-  return value;
-}
-
-void require(bool ok, std::string_view flag, long long value, std::string_view limit) {
-  if (!ok) {
-    throw UsageError{std::string(flag) + " = " + std::to_string(value) + " must be " +
-                     std::string(limit)};
-  }
-}
-
 Flags parse_flags(int argc, char** argv) {
   Flags f;
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
+  inferkit::examples::ArgParser args(argc, argv);
+  while (args.next()) {
+    const std::string& flag = args.flag();
     if (flag == "--json") {
       f.json = true;
       continue;
     }
-    if (flag == "--help" || flag == "-h") {
+    if (args.help()) {
       print_usage();
       std::exit(0);
     }
-    if (i + 1 >= args.size()) throw UsageError{flag + " needs a value (see --help)"};
-    const std::string& value = args[++i];
+    require(args.has_value(), flag + " needs a value (see --help)");
     if (flag == "--requests")
-      f.requests = parse_int(flag, value);
+      f.requests = args.integer();
     else if (flag == "--capacity")
-      f.capacity = parse_int(flag, value);
+      f.capacity = args.integer();
     else if (flag == "--shared")
-      f.shared = parse_double(flag, value);
+      f.shared = args.number();
     else if (flag == "--prefixes")
-      f.prefixes = parse_int(flag, value);
+      f.prefixes = args.integer();
     else if (flag == "--prefix-tokens")
-      f.prefix_tokens = parse_int(flag, value);
+      f.prefix_tokens = args.integer();
     else if (flag == "--suffix-tokens")
-      f.suffix_tokens = parse_int(flag, value);
+      f.suffix_tokens = args.integer();
     else if (flag == "--vocab")
-      f.vocab = parse_int(flag, value);
+      f.vocab = args.integer();
     else if (flag == "--block-size")
-      f.block_size = parse_int(flag, value);
+      f.block_size = args.integer();
     else if (flag == "--seed")
-      f.seed = parse_int(flag, value);
+      f.seed = args.integer();
     else if (flag == "--model")
-      f.model = value;
+      f.model = args.value();
     else if (flag == "--hardware")
-      f.hardware = value;
+      f.hardware = args.value();
     else if (flag == "--gpus")
-      f.gpus = parse_int(flag, value);
+      f.gpus = args.integer();
     else if (flag == "--system-tokens")
-      f.system_tokens = parse_int(flag, value);
+      f.system_tokens = args.integer();
     else if (flag == "--user-tokens")
-      f.user_tokens = parse_int(flag, value);
+      f.user_tokens = args.integer();
     else if (flag == "--sp-requests")
-      f.sp_requests = parse_int(flag, value);
+      f.sp_requests = args.integer();
     else
       throw UsageError{"unknown flag " + flag + " (see --help)"};
   }
   constexpr long long kMax = 1'000'000;
   require(f.requests >= 1 && f.requests <= kMax, "--requests", f.requests, "in [1, 1000000]");
   require(f.capacity >= 0 && f.capacity <= kMax, "--capacity", f.capacity, "in [0, 1000000]");
-  if (!(f.shared >= 0.0 && f.shared <= 1.0)) {
-    throw UsageError{"--shared = " + std::to_string(f.shared) + " must be in [0, 1]"};
-  }
+  require(f.shared >= 0.0 && f.shared <= 1.0, "--shared", std::to_string(f.shared), "in [0, 1]");
   require(f.prefixes >= 1 && f.prefixes <= 10000, "--prefixes", f.prefixes, "in [1, 10000]");
   require(f.prefix_tokens >= 1 && f.prefix_tokens <= 100000, "--prefix-tokens", f.prefix_tokens,
           "in [1, 100000]");
@@ -283,81 +252,74 @@ SystemPromptResult run_system_prompt(const Flags& f) {
   return out;
 }
 
+int run(int argc, char** argv) {
+  const Flags f = parse_flags(argc, argv);
+  const auto slru = run_exercise(f, f.capacity, inferkit::EvictionPolicy::kSegmentedLru);
+  const auto lru = run_exercise(f, f.capacity, inferkit::EvictionPolicy::kLru);
+  const auto unbounded = run_exercise(f, std::nullopt, inferkit::EvictionPolicy::kLru);
+  const SystemPromptResult sp = run_system_prompt(f);
+  const bool passes = slru.stats.request_hit_rate() > 0.55;
+  if (f.json) {
+    auto cache = [](const ExerciseResult& r) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    "{\"hit_rate\":%.4f,\"token_hit_rate\":%.4f,\"evicted_blocks\":%lld}",
+                    r.stats.request_hit_rate(), r.stats.token_hit_rate(),
+                    static_cast<long long>(r.stats.evicted_blocks));
+      return std::string(buf);
+    };
+    std::printf(
+        "{\"bounded\":%s,\"bounded_lru\":%s,\"unbounded\":%s,"
+        "\"system_prompt\":{\"tokens_saved\":%lld,\"ms_saved_per_request\":%.1f,"
+        "\"requests\":%lld,\"full_prefill_ms\":%.1f}}\n",
+        cache(slru).c_str(), cache(lru).c_str(), cache(unbounded).c_str(), sp.tokens_saved,
+        sp.ms_saved_per_hit, f.sp_requests, sp.ms_full_prefill);
+    return 0;
+  }
+  std::printf(
+      "Prefix cache exercise: %lld requests, %.0f%% start with one of %lld prefixes of "
+      "%lld tokens,\nthen a unique tail of %lld tokens (the rest: %lld unique tokens); "
+      "vocab %lld, block size %lld, seed %lld\n\n",
+      f.requests, 100.0 * f.shared, f.prefixes, f.prefix_tokens, f.suffix_tokens,
+      f.prefix_tokens + f.suffix_tokens, f.vocab, f.block_size, f.seed);
+  std::printf("%-34s %16s %15s %15s\n", "cache", "request hit rate", "token hit rate",
+              "evicted blocks");
+  auto row = [](const std::string& name, const ExerciseResult& r) {
+    std::printf("%-34s %15.1f%% %14.1f%% %15lld\n", name.c_str(),
+                100.0 * r.stats.request_hit_rate(), 100.0 * r.stats.token_hit_rate(),
+                static_cast<long long>(r.stats.evicted_blocks));
+  };
+  const std::string cap = std::to_string(f.capacity) + " tokens";
+  row("bounded " + cap + ", segmented LRU", slru);
+  row("bounded " + cap + ", plain LRU", lru);
+  row("unbounded", unbounded);
+  std::printf("\nbounded (segmented LRU) hit rate above 55%%: %s\n", passes ? "yes" : "NO");
+  std::printf(
+      "Why plain LRU falls short: every request inserts a tail no one will reuse, and the 40%%\n"
+      "unique requests insert %lld tokens each. Under LRU those fresh tails are newer than a\n"
+      "prefix last used a few requests ago, so the shared prefixes get flushed. Segmented LRU\n"
+      "evicts never-matched entries first and keeps matched prefixes (up to 80%% of capacity).\n"
+      "A request hit means at least one block matched, as in the lesson's trie.\n\n",
+      f.prefix_tokens + f.suffix_tokens);
+  std::printf(
+      "System prompt: %lld requests share a %lld-token system prompt plus %lld user "
+      "tokens;\n%s on %lld x %s, block size 16\n",
+      f.sp_requests, f.system_tokens, f.user_tokens, f.model.c_str(), f.gpus, f.hardware.c_str());
+  std::printf("  prefill tokens saved: %lld (%lld hits of %lld requests)\n", sp.tokens_saved,
+              sp.hits, f.sp_requests);
+  std::printf("  roofline prefill of one whole prompt: %.1f ms\n", sp.ms_full_prefill);
+  std::printf("  prefill time saved per hit request: %.1f ms (total %.1f ms)\n",
+              sp.ms_saved_per_hit, sp.ms_saved_total);
+  std::printf(
+      "  The roofline is a lower bound (100%% utilization). The lesson's \"about 400 ms\" per\n"
+      "  request fits its 4-GPU deployment: 4 x %s save %.1f ms at the roofline, so 400 ms\n"
+      "  means %.0f%% utilization; a single device cannot beat the figure above.\n",
+      f.hardware.c_str(), sp.ms_saved_four, 100.0 * sp.ms_saved_four / 400.0);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    const Flags f = parse_flags(argc, argv);
-    const auto slru = run_exercise(f, f.capacity, inferkit::EvictionPolicy::kSegmentedLru);
-    const auto lru = run_exercise(f, f.capacity, inferkit::EvictionPolicy::kLru);
-    const auto unbounded = run_exercise(f, std::nullopt, inferkit::EvictionPolicy::kLru);
-    const SystemPromptResult sp = run_system_prompt(f);
-    const bool passes = slru.stats.request_hit_rate() > 0.55;
-    if (f.json) {
-      auto cache = [](const ExerciseResult& r) {
-        char buf[160];
-        std::snprintf(buf, sizeof buf,
-                      "{\"hit_rate\":%.4f,\"token_hit_rate\":%.4f,\"evicted_blocks\":%lld}",
-                      r.stats.request_hit_rate(), r.stats.token_hit_rate(),
-                      static_cast<long long>(r.stats.evicted_blocks));
-        return std::string(buf);
-      };
-      std::printf(
-          "{\"bounded\":%s,\"bounded_lru\":%s,\"unbounded\":%s,"
-          "\"system_prompt\":{\"tokens_saved\":%lld,\"ms_saved_per_request\":%.1f,"
-          "\"requests\":%lld,\"full_prefill_ms\":%.1f}}\n",
-          cache(slru).c_str(), cache(lru).c_str(), cache(unbounded).c_str(), sp.tokens_saved,
-          sp.ms_saved_per_hit, f.sp_requests, sp.ms_full_prefill);
-      return 0;
-    }
-    std::printf(
-        "Prefix cache exercise: %lld requests, %.0f%% start with one of %lld prefixes of "
-        "%lld tokens,\nthen a unique tail of %lld tokens (the rest: %lld unique tokens); "
-        "vocab %lld, block size %lld, seed %lld\n\n",
-        f.requests, 100.0 * f.shared, f.prefixes, f.prefix_tokens, f.suffix_tokens,
-        f.prefix_tokens + f.suffix_tokens, f.vocab, f.block_size, f.seed);
-    std::printf("%-34s %16s %15s %15s\n", "cache", "request hit rate", "token hit rate",
-                "evicted blocks");
-    auto row = [](const std::string& name, const ExerciseResult& r) {
-      std::printf("%-34s %15.1f%% %14.1f%% %15lld\n", name.c_str(),
-                  100.0 * r.stats.request_hit_rate(), 100.0 * r.stats.token_hit_rate(),
-                  static_cast<long long>(r.stats.evicted_blocks));
-    };
-    const std::string cap = std::to_string(f.capacity) + " tokens";
-    row("bounded " + cap + ", segmented LRU", slru);
-    row("bounded " + cap + ", plain LRU", lru);
-    row("unbounded", unbounded);
-    std::printf("\nbounded (segmented LRU) hit rate above 55%%: %s\n", passes ? "yes" : "NO");
-    std::printf(
-        "Why plain LRU falls short: every request inserts a tail no one will reuse, and the 40%%\n"
-        "unique requests insert %lld tokens each. Under LRU those fresh tails are newer than a\n"
-        "prefix last used a few requests ago, so the shared prefixes get flushed. Segmented LRU\n"
-        "evicts never-matched entries first and keeps matched prefixes (up to 80%% of capacity).\n"
-        "A request hit means at least one block matched, as in the lesson's trie.\n\n",
-        f.prefix_tokens + f.suffix_tokens);
-    std::printf(
-        "System prompt: %lld requests share a %lld-token system prompt plus %lld user "
-        "tokens;\n%s on %lld x %s, block size 16\n",
-        f.sp_requests, f.system_tokens, f.user_tokens, f.model.c_str(), f.gpus, f.hardware.c_str());
-    std::printf("  prefill tokens saved: %lld (%lld hits of %lld requests)\n", sp.tokens_saved,
-                sp.hits, f.sp_requests);
-    std::printf("  roofline prefill of one whole prompt: %.1f ms\n", sp.ms_full_prefill);
-    std::printf("  prefill time saved per hit request: %.1f ms (total %.1f ms)\n",
-                sp.ms_saved_per_hit, sp.ms_saved_total);
-    std::printf(
-        "  The roofline is a lower bound (100%% utilization). The lesson's \"about 400 ms\" per\n"
-        "  request fits its 4-GPU deployment: 4 x %s save %.1f ms at the roofline, so 400 ms\n"
-        "  means %.0f%% utilization; a single device cannot beat the figure above.\n",
-        f.hardware.c_str(), sp.ms_saved_four, 100.0 * sp.ms_saved_four / 400.0);
-    return 0;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "error: %s\n", e.message.c_str());
-    return 2;
-  } catch (const inferkit::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+  return inferkit::examples::run_main("prefix_cache", [&] { return run(argc, argv); });
 }

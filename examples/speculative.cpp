@@ -11,8 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <examples/support/cli.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/spec/acceptance_stats.hpp>
 #include <inferkit/spec/chain_verifier.hpp>
@@ -27,6 +26,9 @@
 
 namespace {
 
+using inferkit::examples::require;
+using inferkit::examples::UsageError;
+
 struct Options {
   std::size_t vocab = 512;
   std::optional<double> alpha;  // target per-position acceptance; default: the lesson's rows
@@ -40,51 +42,36 @@ struct Options {
   bool json = false;
 };
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "speculative: error: %s\n", message.c_str());
-  std::exit(2);
-}
-
-double parse_number(const char* flag, const char* text, double lo, double hi) {
-  char* end = nullptr;
-  const double value = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !(value >= lo && value <= hi)) {
-    usage_error(std::string(flag) + " = '" + text + "' must be a number in [" + std::to_string(lo) +
-                ", " + std::to_string(hi) + "]");
-  }
-  return value;
-}
-
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
+  inferkit::examples::ArgParser args(argc, argv);
+  while (args.next()) {
+    const std::string& flag = args.flag();
     if (flag == "--json") {
       o.json = true;
       continue;
     }
-    if (i + 1 >= argc) usage_error("unknown flag or missing value: " + flag);
-    const char* v = argv[++i];
+    require(args.has_value(), "unknown flag or missing value: " + flag);
     if (flag == "--vocab") {
-      o.vocab = static_cast<std::size_t>(parse_number("--vocab", v, 8, 4096));
+      o.vocab = static_cast<std::size_t>(args.number_in(8, 4096));
     } else if (flag == "--alpha") {
-      o.alpha = parse_number("--alpha", v, 0.01, 0.99);
+      o.alpha = args.number_in(0.01, 0.99);
     } else if (flag == "--k") {
-      o.k = static_cast<std::size_t>(parse_number("--k", v, 1, 16));
+      o.k = static_cast<std::size_t>(args.number_in(1, 16));
     } else if (flag == "--rounds") {
-      o.rounds = static_cast<std::size_t>(parse_number("--rounds", v, 1, 1e7));
+      o.rounds = static_cast<std::size_t>(args.number_in(1, 1e7));
     } else if (flag == "--seed") {
-      o.seed = static_cast<std::uint64_t>(parse_number("--seed", v, 0, 1e15));
+      o.seed = static_cast<std::uint64_t>(args.number_in(0, 1e15));
     } else if (flag == "--budget") {
-      o.budget = static_cast<std::size_t>(parse_number("--budget", v, 1, 256));
+      o.budget = static_cast<std::size_t>(args.number_in(1, 256));
     } else if (flag == "--draft-cost") {
-      o.draft_cost = parse_number("--draft-cost", v, 0, 100);
+      o.draft_cost = args.number_in(0, 100);
     } else if (flag == "--verify-cost") {
-      o.verify_cost = parse_number("--verify-cost", v, 0.001, 100);
+      o.verify_cost = args.number_in(0.001, 100);
     } else if (flag == "--target-cost") {
-      o.target_cost = parse_number("--target-cost", v, 0.001, 100);
+      o.target_cost = args.number_in(0.001, 100);
     } else {
-      usage_error("unknown flag: " + flag);
+      throw UsageError{"unknown flag: " + flag};
     }
   }
   return o;
@@ -210,10 +197,8 @@ struct Study {
 
 Study run_study(const std::vector<float>& p, const Options& o, double target_alpha) {
   const auto mix = inferkit::calibrate_alpha(p, o.vocab, target_alpha, o.seed);
-  if (!mix) {
-    usage_error("--alpha " + std::to_string(target_alpha) +
-                " is below what the perturbation alone reaches; raise it");
-  }
+  require(mix.has_value(), "--alpha " + std::to_string(target_alpha) +
+                               " is below what the perturbation alone reaches; raise it");
   Models m{o.vocab, p, std::vector<float>(p.size())};
   const inferkit::SimulatedDrafter drafter(*mix, o.seed);
   for (std::size_t r = 0; r < o.vocab; ++r) {
@@ -228,9 +213,7 @@ void print_json_part(const char* name, const Measured& m, bool last) {
               m.tokens_per_round, m.acceptance, m.speedup, last ? "" : ",");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const std::vector<float> p = make_target(o.vocab, o.seed);
   if (o.json) {
@@ -279,4 +262,10 @@ int main(int argc, char** argv) {
       "/ (1 - a) at that measured a.\ntree/dynamic: tokens per verification round; "
       "speedup = tokens/round * target / (draft passes * draft + verify).\n");
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return inferkit::examples::run_main("speculative", [&] { return run(argc, argv); });
 }

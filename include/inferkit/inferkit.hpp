@@ -1,11 +1,40 @@
 // SPDX-License-Identifier: Apache-2.0
-// Umbrella header: every public inferkit header except the CUDA ones (.cuh, nvcc only).
+// Umbrella header: every public inferkit header except the CUDA ones (.cuh, nvcc only) and the
+// CPU kernel internals under attention/cpu/ (attention.hpp brings in what it dispatches to).
 // Library code, tests and examples include exactly what they use; this header is for users.
 #pragma once
 
 // IWYU pragma: begin_exports
+#include <inferkit/attention/attention.hpp>
+#include <inferkit/attention/attention_params.hpp>
+#include <inferkit/attention/merge_states.hpp>
+#include <inferkit/attention/reference.hpp>
 #include <inferkit/core/backend.hpp>
+#include <inferkit/core/bfloat16.hpp>
 #include <inferkit/core/config.hpp>
+#include <inferkit/core/dtype.hpp>
 #include <inferkit/core/error.hpp>
+#include <inferkit/core/float16.hpp>
+#include <inferkit/core/float8.hpp>
+#include <inferkit/core/int4.hpp>
+#include <inferkit/core/model_shape.hpp>
 #include <inferkit/core/rng.hpp>
+#include <inferkit/kv/block_allocator.hpp>
+#include <inferkit/kv/block_table.hpp>
+#include <inferkit/kv/kv_cache.hpp>
+#include <inferkit/kv/kv_quantization.hpp>
+#include <inferkit/kv/paged_kv_cache.hpp>
+#include <inferkit/kv/paged_kv_view.hpp>
+#include <inferkit/perf/hardware.hpp>
+#include <inferkit/perf/kv_memory_planner.hpp>
+#include <inferkit/perf/roofline.hpp>
+#include <inferkit/prefix/radix_tree.hpp>
+#include <inferkit/spec/acceptance_stats.hpp>
+#include <inferkit/spec/chain_verifier.hpp>
+#include <inferkit/spec/goodness_of_fit.hpp>
+#include <inferkit/spec/ngram_drafter.hpp>
+#include <inferkit/spec/sampling.hpp>
+#include <inferkit/spec/simulated_drafter.hpp>
+#include <inferkit/spec/token_tree.hpp>
+#include <inferkit/spec/tree_verifier.hpp>
 // IWYU pragma: end_exports
