@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: Apache-2.0
+// Benchmarks of CPU attention over paged KV (Llama-3-8B-like heads: 32 query, 8 KV, head_dim
+// 128, fp16 KV, page size 16). Decode reports KV bytes/s and its ratio to a streaming read of
+// memory measured in the same process with the same threads, FMA utilization against a measured
+// FMA peak, paged (shuffled pages) vs the same kernel on an identity page table, the speedup
+// over a naive scalar kernel, and prefill GFLOP/s against an Eigen GEMM of the same shapes.
+// Run: OMP_NUM_THREADS=2 ./inferkit_bench_attention
+// GCC 12's AVX-512 intrinsics (used by Eigen and below) self-initialize "undefined" operands,
+// which -Wmaybe-uninitialized flags at every inlined use: a known false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// GCC 12 -O3 false positive (PR105651) in std::string concatenation inside check_arg messages.
+#pragma GCC diagnostic ignored "-Wrestrict"
+
+#include <benchmark/benchmark.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <inferkit/attention/attention.hpp>
+#include <inferkit/core/float16.hpp>
+#include <inferkit/core/rng.hpp>
+#include <map>
+#include <memory>
+#include <new>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#if INFERKIT_HAS_OPENMP
+#  include <omp.h>
+#endif
+#if INFERKIT_HAS_AVX512
+#  include <immintrin.h>
+#endif
+#if defined(__linux__)
+#  include <sys/mman.h>
+#endif
+
+namespace {
+
+using namespace inferkit;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::int32_t kQoHeads = 32;
+constexpr std::int32_t kKvHeads = 8;
+constexpr std::int32_t kHeadDim = 128;
+constexpr std::int32_t kBlockSize = 16;
+// 2 GiB of K+V (1 GiB each): the largest case (32 x 16K) fills it; smaller cases cycle through
+// disjoint page sets of it, so every case streams from DRAM, not from the 105 MiB L3.
+constexpr std::int32_t kPoolBlocks = 32768;
+
+/// A buffer of `n` T aligned to 2 MiB and, on Linux, backed by transparent huge pages when the
+/// system allows it (as a serving engine allocates its KV pool): with 4 KiB pages every KV page
+/// of a shuffled page table costs a TLB miss, which measures the OS more than the kernel. The
+/// stream baseline uses the same allocation.
+template <class T>
+struct HugeBuffer {
+  struct Free {
+    void operator()(T* p) const noexcept { std::free(p); }
+  };
+  std::unique_ptr<T[], Free> data;
+
+  explicit HugeBuffer(std::size_t n) {
+    constexpr std::size_t kHuge = std::size_t{2} << 20;
+    const std::size_t bytes = (n * sizeof(T) + kHuge - 1) / kHuge * kHuge;
+    data.reset(static_cast<T*>(std::aligned_alloc(kHuge, bytes)));
+    if (!data) throw std::bad_alloc();
+#if defined(__linux__)
+    madvise(data.get(), bytes, MADV_HUGEPAGE);
+#endif
+  }
+  T* get() const noexcept { return data.get(); }
+  T& operator[](std::size_t i) const noexcept { return data[i]; }
+};
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+int num_threads() {
+#if INFERKIT_HAS_OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+/// Streaming read bandwidth (bytes/s): the best of several parallel sums over 1 GiB.
+double stream_bytes_per_second() {
+  static const double bw = [] {
+    const std::size_t n = std::size_t{1} << 28;  // floats = 1 GiB
+    HugeBuffer<float> buf(n);
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel for schedule(static)
+#endif
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) {
+      buf[static_cast<std::size_t>(i)] = static_cast<float>(i & 7);
+    }
+    double best = 0.0;
+    for (int rep = 0; rep < 5; ++rep) {
+      const auto t0 = Clock::now();
+      double total = 0.0;
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel for schedule(static) reduction(+ : total)
+#endif
+      for (std::int64_t c = 0; c < static_cast<std::int64_t>(n / 4096); ++c) {
+        const float* p = buf.get() + c * 4096;
+#if INFERKIT_HAS_AVX512
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int i = 0; i < 4096; i += 64) {
+          a0 = _mm512_add_ps(a0, _mm512_loadu_ps(p + i));
+          a1 = _mm512_add_ps(a1, _mm512_loadu_ps(p + i + 16));
+          a2 = _mm512_add_ps(a2, _mm512_loadu_ps(p + i + 32));
+          a3 = _mm512_add_ps(a3, _mm512_loadu_ps(p + i + 48));
+        }
+        alignas(64) float lanes[16];
+        _mm512_store_ps(lanes, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+        for (float x : lanes) total += static_cast<double>(x);
+#else
+        float s[8] = {};
+        for (int i = 0; i < 4096; i += 8) {
+          for (int j = 0; j < 8; ++j) s[j] += p[i + j];
+        }
+        for (float x : s) total += static_cast<double>(x);
+#endif
+      }
+      benchmark::DoNotOptimize(total);
+      best = std::max(best, static_cast<double>(n * sizeof(float)) / seconds_since(t0));
+    }
+    return best;
+  }();
+  return bw;
+}
+
+/// Peak fp32 FMA rate (multiply-adds per second, all lanes, all threads), measured with
+/// independent FMA chains in registers.
+double fma_peak_per_second() {
+  static const double peak = [] {
+#if INFERKIT_HAS_AVX512
+    double best = 0.0;
+    constexpr std::int64_t kIters = 10'000'000;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto t0 = Clock::now();
+      float sink = 0.0f;
+#  if INFERKIT_HAS_OPENMP
+#    pragma omp parallel reduction(+ : sink)
+#  endif
+      {
+        // 16 independent chains (more than FMA latency x ports), kept in registers.
+        __m512 acc[16];
+        for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+        const __m512 m = _mm512_set1_ps(0.999999f);
+        const __m512 a = _mm512_set1_ps(1e-7f);
+        for (std::int64_t it = 0; it < kIters; ++it) {
+          for (auto& x : acc) x = _mm512_fmadd_ps(x, m, a);
+        }
+        __m512 s = acc[0];
+        for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
+        alignas(64) float lanes[16];
+        _mm512_store_ps(lanes, s);
+        for (float x : lanes) sink += x;
+      }
+      benchmark::DoNotOptimize(sink);
+      best = std::max(
+          best, static_cast<double>(kIters) * 16.0 * 16.0 * num_threads() / seconds_since(t0));
+    }
+    return best;
+#else
+    return 0.0;
+#endif
+  }();
+  return peak;
+}
+
+/// One layer's paged fp16 K/V pool, filled with small finite values.
+struct KvPool {
+  static constexpr std::size_t kElems = std::size_t{kPoolBlocks} * kKvHeads * kBlockSize * kHeadDim;
+  HugeBuffer<float16> k{kElems}, v{kElems};
+  PagedKVView<const float16> view;
+
+  KvPool() {
+    view.num_blocks = kPoolBlocks;
+    view.num_kv_heads = kKvHeads;
+    view.block_size = kBlockSize;
+    view.head_dim = kHeadDim;
+    const std::size_t n = kElems;
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel for schedule(static)
+#endif
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) {
+      const auto h = static_cast<std::uint32_t>(i) * 2654435761u;
+      // sign | exponent 0x3000..0x3BFF: |x| in [2^-3, 1)
+      const auto bits =
+          static_cast<std::uint16_t>((0x3000u + ((h >> 7) % 0x0C00u)) | (h & 0x8000u));
+      k[static_cast<std::size_t>(i)] = float16::from_bits(bits);
+      v[static_cast<std::size_t>(i)] =
+          float16::from_bits(static_cast<std::uint16_t>(bits ^ 0x8000u));
+    }
+    view.k = k.get();
+    view.v = v.get();
+  }
+  static KvPool& get() {
+    static KvPool pool;
+    return pool;
+  }
+};
+
+/// Page tables for `batch` sequences of `ctx` tokens: `replicas` disjoint sets drawn from a
+/// shuffled (or identity) order of the pool's blocks.
+struct PageSets {
+  std::int32_t replicas = 0;
+  std::vector<std::vector<std::int32_t>> indices;
+  std::vector<std::int32_t> indptr, last;
+
+  PageSets(std::int32_t batch, std::int32_t ctx, bool shuffled) {
+    const std::int32_t pages_per_seq = (ctx + kBlockSize - 1) / kBlockSize;
+    const std::int32_t pages = batch * pages_per_seq;
+    replicas = std::max(1, kPoolBlocks / pages);
+    std::vector<std::int32_t> order(kPoolBlocks);
+    std::iota(order.begin(), order.end(), 0);
+    if (shuffled) {
+      Rng rng(42);
+      for (std::size_t i = order.size(); i > 1; --i) {
+        std::swap(order[i - 1], order[rng.below(static_cast<std::uint32_t>(i))]);
+      }
+    }
+    for (std::int32_t r = 0; r < replicas; ++r) {
+      indices.emplace_back(order.begin() + std::int64_t{r} * pages,
+                           order.begin() + std::int64_t{r + 1} * pages);
+    }
+    for (std::int32_t s = 0; s <= batch; ++s) indptr.push_back(s * pages_per_seq);
+    last.assign(static_cast<std::size_t>(batch), ctx - (pages_per_seq - 1) * kBlockSize);
+  }
+  PageTableView table(std::int32_t r) const {
+    return {indptr.data(), indices[static_cast<std::size_t>(r)].data(), last.data(),
+            static_cast<std::int32_t>(last.size())};
+  }
+};
+
+std::vector<float> random_queries(std::size_t n, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> q(n);
+  for (float& x : q) x = rng.uniform() * 2.0f - 1.0f;
+  return q;
+}
+
+/// Times `fn(replica)` over the replicas, cycling; returns seconds per call.
+template <class Fn>
+double time_calls(benchmark::State& state, std::int32_t replicas, Fn&& fn) {
+  double total = 0.0;
+  std::int64_t calls = 0;
+  std::int32_t r = 0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    fn(r);
+    total += seconds_since(t0);
+    ++calls;
+    r = (r + 1) % replicas;
+  }
+  return total / static_cast<double>(std::max<std::int64_t>(calls, 1));
+}
+
+// Paged vs contiguous: bytes/s of the identity-table run, per (batch, ctx).
+std::map<std::pair<int, int>, double>& contiguous_results() {
+  static std::map<std::pair<int, int>, double> m;
+  return m;
+}
+
+void BM_PagedDecode(benchmark::State& state) {
+  const auto batch = static_cast<std::int32_t>(state.range(0));
+  const auto ctx = static_cast<std::int32_t>(state.range(1));
+  const bool shuffled = state.range(2) != 0;
+  const double stream = stream_bytes_per_second();
+  const double fma_peak = fma_peak_per_second();
+  KvPool& pool = KvPool::get();
+  const PageSets sets(batch, ctx, shuffled);
+  const auto q = random_queries(static_cast<std::size_t>(batch * kQoHeads * kHeadDim), 1);
+  std::vector<float> out(q.size());
+  PagedDecodeArgs<float16> args;
+  args.q = q.data();
+  args.kv = pool.view;
+  args.num_qo_heads = kQoHeads;
+  args.head_dim = kHeadDim;
+  args.out = out.data();
+  const double sec = time_calls(state, sets.replicas, [&](std::int32_t r) {
+    args.pages = sets.table(r);
+    paged_decode(cpu{}, args);
+    benchmark::DoNotOptimize(out.data());
+  });
+  const double bytes = 2.0 * batch * ctx * kKvHeads * kHeadDim * sizeof(float16);
+  const double bps = bytes / sec;
+  const double fmas = 2.0 * batch * ctx * kQoHeads * kHeadDim;  // QK + PV multiply-adds
+  state.counters["kv_bytes_per_second"] = bps;
+  state.counters["ratio_vs_stream"] = bps / stream;
+  state.counters["stream_bytes_per_second"] = stream;
+  state.counters["fma_utilization"] = fma_peak > 0.0 ? fmas / sec / fma_peak : 0.0;
+  state.counters["working_set_MiB"] =
+      bytes * std::min<double>(sets.replicas, 1e9) / (1024.0 * 1024.0);
+  if (!shuffled) {
+    contiguous_results()[{batch, ctx}] = bps;
+  } else if (const auto it = contiguous_results().find({batch, ctx});
+             it != contiguous_results().end()) {
+    state.counters["ratio_paged_vs_contiguous"] = bps / it->second;
+  }
+  state.SetLabel(shuffled ? "shuffled pages" : "identity page table");
+}
+
+/// The naive kernel: scalar loops, two-pass softmax, OpenMP over (sequence, query head).
+void naive_decode(const float* q, const PagedKVView<const float16>& kv, const PageTableView& pt,
+                  std::int32_t ctx, float* out) {
+  const std::int32_t group = kQoHeads / kKvHeads;
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel for schedule(static)
+#endif
+  for (std::int32_t sh = 0; sh < pt.num_seqs * kQoHeads; ++sh) {
+    const std::int32_t s = sh / kQoHeads;
+    const std::int32_t h = sh % kQoHeads;
+    const float* qh = q + std::int64_t{sh} * kHeadDim;
+    std::vector<float> logits(static_cast<std::size_t>(ctx));
+    float m = -INFINITY;
+    for (std::int32_t t = 0; t < ctx; ++t) {
+      const float16* k =
+          kv.k + kv.offset(pt.indices[pt.indptr[s] + t / kBlockSize], h / group, t % kBlockSize);
+      float dot = 0.0f;
+      for (std::int32_t d = 0; d < kHeadDim; ++d) dot += qh[d] * to_float(k[d]);
+      logits[static_cast<std::size_t>(t)] = dot / std::sqrt(static_cast<float>(kHeadDim));
+      m = std::max(m, logits[static_cast<std::size_t>(t)]);
+    }
+    float* o = out + std::int64_t{sh} * kHeadDim;
+    std::fill_n(o, kHeadDim, 0.0f);
+    float sum = 0.0f;
+    for (std::int32_t t = 0; t < ctx; ++t) {
+      const float p = std::exp(logits[static_cast<std::size_t>(t)] - m);
+      sum += p;
+      const float16* v =
+          kv.v + kv.offset(pt.indices[pt.indptr[s] + t / kBlockSize], h / group, t % kBlockSize);
+      for (std::int32_t d = 0; d < kHeadDim; ++d) o[d] += p * to_float(v[d]);
+    }
+    for (std::int32_t d = 0; d < kHeadDim; ++d) o[d] /= sum;
+  }
+}
+
+void BM_NaiveDecode(benchmark::State& state) {
+  const auto batch = static_cast<std::int32_t>(state.range(0));
+  const auto ctx = static_cast<std::int32_t>(state.range(1));
+  KvPool& pool = KvPool::get();
+  const PageSets sets(batch, ctx, true);
+  const auto q = random_queries(static_cast<std::size_t>(batch * kQoHeads * kHeadDim), 2);
+  std::vector<float> out(q.size()), out_kernel(q.size());
+  const double naive = time_calls(state, sets.replicas, [&](std::int32_t r) {
+    naive_decode(q.data(), pool.view, sets.table(r), ctx, out.data());
+    benchmark::DoNotOptimize(out.data());
+  });
+  // The kernel on the same shape, same replicas, in the same run.
+  PagedDecodeArgs<float16> args;
+  args.q = q.data();
+  args.kv = pool.view;
+  args.num_qo_heads = kQoHeads;
+  args.head_dim = kHeadDim;
+  args.out = out_kernel.data();
+  const auto t0 = Clock::now();
+  constexpr int kReps = 20;
+  for (int i = 0; i < kReps; ++i) {
+    args.pages = sets.table(i % sets.replicas);
+    paged_decode(cpu{}, args);
+  }
+  const double kernel = seconds_since(t0) / kReps;
+  const double bytes = 2.0 * batch * ctx * kKvHeads * kHeadDim * sizeof(float16);
+  state.counters["kv_bytes_per_second"] = bytes / naive;
+  state.counters["kernel_speedup_vs_naive"] = naive / kernel;
+}
+
+/// Prefill: a chunk of `chunk` new tokens over `cached` cached tokens, one sequence; GFLOP/s
+/// (useful causal flops) against Eigen GEMMs of the same shapes (per KV head: the group's
+/// queries x K^T, then P x V) with the same threads.
+void BM_PagedPrefill(benchmark::State& state) {
+  const auto chunk = static_cast<std::int32_t>(state.range(0));
+  const auto cached = static_cast<std::int32_t>(state.range(1));
+  const std::int32_t len = cached + chunk;
+  KvPool& pool = KvPool::get();
+  const PageSets sets(1, len, true);
+  const auto q = random_queries(static_cast<std::size_t>(chunk * kQoHeads * kHeadDim), 3);
+  std::vector<float> out(q.size());
+  const std::vector<std::int32_t> q_indptr = {0, chunk};
+  PagedPrefillArgs<float16> args;
+  args.q = q.data();
+  args.q_indptr = q_indptr.data();
+  args.kv = pool.view;
+  args.num_qo_heads = kQoHeads;
+  args.head_dim = kHeadDim;
+  args.out = out.data();
+  const double sec = time_calls(state, sets.replicas, [&](std::int32_t r) {
+    args.pages = sets.table(r);
+    paged_prefill(cpu{}, args);
+    benchmark::DoNotOptimize(out.data());
+  });
+  double visible = 0.0;  // sum over queries of visible keys
+  for (std::int32_t i = 0; i < chunk; ++i) visible += cached + i + 1;
+  const double flops = 4.0 * kQoHeads * kHeadDim * visible;
+
+  // Eigen GEMMs of the same shapes.
+  const std::int32_t group = kQoHeads / kKvHeads;
+  Eigen::MatrixXf qm = Eigen::MatrixXf::Random(group * chunk, kHeadDim);
+  Eigen::MatrixXf km = Eigen::MatrixXf::Random(len, kHeadDim);
+  Eigen::MatrixXf vm = Eigen::MatrixXf::Random(len, kHeadDim);
+  Eigen::MatrixXf sm(group * chunk, len), om(group * chunk, kHeadDim);
+  double gemm_sec = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = Clock::now();
+    for (std::int32_t h = 0; h < kKvHeads; ++h) {
+      sm.noalias() = qm * km.transpose();
+      om.noalias() = sm * vm;
+    }
+    benchmark::DoNotOptimize(om.data());
+    gemm_sec = std::min(gemm_sec, seconds_since(t0));
+  }
+  const double gemm_flops = 4.0 * kKvHeads * group * chunk * static_cast<double>(len) * kHeadDim;
+  state.counters["GFLOP_per_second"] = flops / sec * 1e-9;
+  state.counters["eigen_gemm_GFLOP_per_second"] = gemm_flops / gemm_sec * 1e-9;
+  state.counters["ratio_vs_eigen_gemm"] = (flops / sec) / (gemm_flops / gemm_sec);
+}
+
+void BM_StreamRead(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(stream_bytes_per_second());
+  state.counters["stream_bytes_per_second"] = stream_bytes_per_second();
+  state.counters["fma_peak_per_second"] = fma_peak_per_second();
+  state.counters["threads"] = num_threads();
+}
+
+BENCHMARK(BM_StreamRead)->Iterations(1)->Unit(benchmark::kMillisecond);
+// Identity table first (paged-vs-contiguous ratio is reported on the shuffled run).
+BENCHMARK(BM_PagedDecode)
+    ->ArgNames({"batch", "ctx", "shuffled"})
+    ->ArgsProduct({{1, 8, 32}, {1024, 4096, 16384}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.3)
+    ->UseRealTime();
+BENCHMARK(BM_NaiveDecode)
+    ->ArgNames({"batch", "ctx"})
+    ->Args({8, 4096})
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_PagedPrefill)
+    ->ArgNames({"chunk", "cached"})
+    ->Args({512, 4096})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.5)
+    ->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+// Attention over paged KV, the public API: argument structs for decode and prefill, their
+// validation, and backend dispatch by tag (`inferkit::cpu`, `inferkit::cuda{stream}`). An engine
+// calls paged_decode / paged_prefill once per layer per step, after appending the step's K/V to
+// the pages. The CPU overloads come with this header; CUDA ones from attention/cuda/*.cuh.
+#pragma once
+
+#include <cstdint>
+#include <inferkit/attention/attention_params.hpp>
+#include <inferkit/core/backend.hpp>
+#include <inferkit/core/config.hpp>
+#include <inferkit/core/detail/dispatch_value.hpp>
+#include <inferkit/core/error.hpp>
+#include <inferkit/kv/paged_kv_view.hpp>
+#include <string>
+#include <type_traits>
+
+namespace inferkit {
+
+/// Default split size of the KV length (tokens): longer ranges are cut into chunks of this many
+/// tokens (rounded up to a multiple of 16; boundaries at multiples of it in the sequence),
+/// attended independently (in parallel) and merged in a fixed order with the log-sum-exp.
+/// Fixed, not derived from the thread count, so the result of a sequence is bit-identical for
+/// any thread count and whatever else is in the batch.
+inline constexpr std::int32_t kDefaultKvSplitTokens = 2048;
+
+/// A read-only copy of a paged KV view (the kernels take `PagedKVView<const KV>`).
+template <class T>
+PagedKVView<const T> as_const_view(const PagedKVView<T>& view) noexcept {
+  PagedKVView<const T> out;
+  out.k = view.k;
+  out.v = view.v;
+  out.k_scale = view.k_scale;
+  out.v_scale = view.v_scale;
+  out.k_zero = view.k_zero;
+  out.v_zero = view.v_zero;
+  out.num_blocks = view.num_blocks;
+  out.num_kv_heads = view.num_kv_heads;
+  out.block_size = view.block_size;
+  out.head_dim = view.head_dim;
+  out.packed_int4 = view.packed_int4;
+  return out;
+}
+
+/// Decode: every sequence contributes `q_per_seq` query tokens (1, or a few for speculative
+/// verification), the last `q_per_seq` tokens of the sequence, already appended to its pages.
+/// Query t of sequence s sits at position seq_len(s) - q_per_seq + t. Query head h reads KV
+/// head h / (num_qo_heads / num_kv_heads). Outputs are softmax(scale * q k^T) v in fp32; the
+/// LSE is the natural-log log-sum-exp of the (scaled, capped) logits, -inf for a query that sees
+/// no key (its output is 0).
+///
+/// `KV` is the storage type: float, float16, bfloat16, float8_e4m3, float8_e5m2 (scale per
+/// (block, head), nullptr = 1) or std::int8_t (scale per (block, head, slot), required). All
+/// pointers are host memory for the CPU backend, device memory for CUDA.
+template <class KV>
+struct PagedDecodeArgs {
+  const float* q = nullptr;       ///< [num_seqs][q_per_seq][num_qo_heads][head_dim]
+  PagedKVView<const KV> kv;       ///< one layer's pages; kv.head_dim must equal head_dim
+  PageTableView pages;            ///< sequence s owns pages indices[indptr[s] .. indptr[s+1])
+  std::int32_t num_qo_heads = 0;  ///< query heads; a multiple of kv.num_kv_heads (GQA)
+  std::int32_t head_dim = 0;      ///< elements per head of q and out
+  std::int32_t q_per_seq = 1;     ///< query tokens per sequence
+  float* out = nullptr;           ///< [num_seqs][q_per_seq][num_qo_heads][head_dim]
+  float* lse = nullptr;           ///< optional [num_seqs][q_per_seq][num_qo_heads], natural log
+  AttentionParams params;
+  std::int32_t kv_split_tokens = kDefaultKvSplitTokens;  ///< 0: never split a sequence
+};
+
+/// Prefill / append: sequence s contributes the n_s = q_indptr[s+1] - q_indptr[s] newest tokens
+/// (already appended to its pages); they attend to the whole sequence, causally (chunked
+/// prefill): query i of sequence s sits at position seq_len(s) - n_s + i.
+template <class KV>
+struct PagedPrefillArgs {
+  const float* q = nullptr;                ///< [q_indptr[num_seqs]][num_qo_heads][head_dim]
+  const std::int32_t* q_indptr = nullptr;  ///< [num_seqs + 1], q_indptr[0] = 0, non-decreasing
+  PagedKVView<const KV> kv;
+  PageTableView pages;
+  std::int32_t num_qo_heads = 0;
+  std::int32_t head_dim = 0;
+  /// Optional tree mask (speculative verification), ANDed with the causal/window rules: for
+  /// each sequence in order, [n_s][seq_len(s)] bytes, nonzero = may attend; sequences are
+  /// concatenated (sequence s starts at sum over r < s of n_r * seq_len(r)).
+  const std::uint8_t* custom_mask = nullptr;
+  float* out = nullptr;  ///< [q_indptr[num_seqs]][num_qo_heads][head_dim]
+  float* lse = nullptr;  ///< optional [q_indptr[num_seqs]][num_qo_heads], natural log
+  AttentionParams params;
+  std::int32_t kv_split_tokens = kDefaultKvSplitTokens;
+};
+
+namespace detail {
+
+// Null-pointer checks build their message without check_arg's string formatting of the value
+// (GCC 12 -O3 reports a false -Wrestrict in that path for string-literal values).
+inline void check_pointer(bool ok, const char* name, const char* expected) {
+  if (!ok) {
+    throw_error(ErrorCode::kInvalidArgument,
+                std::string(name) + " = nullptr, " + std::string(expected));
+  }
+}
+
+template <class KV>
+void validate_kv_and_pages(const PagedKVView<const KV>& kv, const PageTableView& pages,
+                           std::int32_t num_qo_heads, std::int32_t head_dim,
+                           const AttentionParams& params, std::int32_t kv_split_tokens) {
+  validate(params, head_dim);
+  check_arg(kv.head_dim == head_dim, ErrorCode::kInvalidArgument, "kv.head_dim", kv.head_dim,
+            "must equal head_dim =", head_dim);
+  if (kv.packed_int4) {
+    throw_error(ErrorCode::kUnsupported,
+                "kv.packed_int4 = true is not supported by paged attention (supported KV: fp32, "
+                "fp16, bf16, fp8, int8)");
+  }
+  check_arg(kv.num_kv_heads >= 1, ErrorCode::kInvalidArgument, "kv.num_kv_heads", kv.num_kv_heads,
+            "must be >=", 1);
+  check_arg(kv.block_size >= 1, ErrorCode::kInvalidArgument, "kv.block_size", kv.block_size,
+            "must be >=", 1);
+  check_arg(kv.num_blocks >= 0, ErrorCode::kInvalidArgument, "kv.num_blocks", kv.num_blocks,
+            "must be >=", 0);
+  check_arg(num_qo_heads >= 1 && num_qo_heads % kv.num_kv_heads == 0, ErrorCode::kInvalidArgument,
+            "num_qo_heads", num_qo_heads,
+            "must be a positive multiple of kv.num_kv_heads =", kv.num_kv_heads);
+  check_arg(kv_split_tokens >= 0, ErrorCode::kInvalidArgument, "kv_split_tokens", kv_split_tokens,
+            "must be >=", 0);
+  check_arg(pages.num_seqs >= 0, ErrorCode::kInvalidArgument, "pages.num_seqs", pages.num_seqs,
+            "must be >=", 0);
+  detail::check_pointer(pages.indptr != nullptr, "pages.indptr",
+                        "must point to num_seqs + 1 offsets");
+  check_arg(pages.indptr[0] == 0, ErrorCode::kInvalidArgument, "pages.indptr[0]", pages.indptr[0],
+            "must equal", 0);
+  for (std::int32_t s = 0; s < pages.num_seqs; ++s) {
+    if (!(pages.indptr[s + 1] >= pages.indptr[s])) {
+      check_arg(false, ErrorCode::kInvalidArgument, "pages.indptr[" + std::to_string(s + 1) + "]",
+                pages.indptr[s + 1], "must be >= pages.indptr[s] =", pages.indptr[s]);
+    }
+  }
+  const std::int32_t total_pages = pages.indptr[pages.num_seqs];
+  if (pages.num_seqs > 0) {
+    detail::check_pointer(pages.last_page_len != nullptr, "pages.last_page_len",
+                          "must point to num_seqs lengths");
+  }
+  if (total_pages > 0) {
+    detail::check_pointer(pages.indices != nullptr, "pages.indices",
+                          "must point to indptr[num_seqs] block ids");
+    detail::check_pointer(kv.k != nullptr && kv.v != nullptr, "kv.k/kv.v",
+                          "must point to the paged K/V storage");
+  }
+  for (std::int32_t i = 0; i < total_pages; ++i) {
+    if (!(pages.indices[i] >= 0 && pages.indices[i] < kv.num_blocks)) {
+      check_arg(false, ErrorCode::kOutOfRange, "pages.indices[" + std::to_string(i) + "]",
+                pages.indices[i], "must be in [0, kv.num_blocks) with num_blocks =", kv.num_blocks);
+    }
+  }
+  for (std::int32_t s = 0; s < pages.num_seqs; ++s) {
+    if (pages.num_pages(s) == 0) continue;
+    if (!(pages.last_page_len[s] >= 1 && pages.last_page_len[s] <= kv.block_size)) {
+      check_arg(false, ErrorCode::kOutOfRange, "pages.last_page_len[" + std::to_string(s) + "]",
+                pages.last_page_len[s],
+                "must be in [1, block_size] with block_size =", kv.block_size);
+    }
+  }
+  if constexpr (std::is_same_v<std::remove_const_t<KV>, std::int8_t>) {
+    detail::check_pointer(kv.k_scale != nullptr && kv.v_scale != nullptr, "kv.k_scale/kv.v_scale",
+                          "must be set for int8 KV");
+  }
+}
+
+}  // namespace detail
+
+/// Checks decode arguments (reads the page tables, so they must be host memory); throws
+/// `Error` naming the argument, its value and the limit: head_dim != kv.head_dim,
+/// num_qo_heads % num_kv_heads != 0, a page index outside [0, num_blocks), last_page_len outside
+/// [1, block_size], null pointers, q_per_seq < 1, a sequence shorter than q_per_seq when causal.
+template <class KV>
+void validate(const PagedDecodeArgs<KV>& args) {
+  detail::validate_kv_and_pages(args.kv, args.pages, args.num_qo_heads, args.head_dim, args.params,
+                                args.kv_split_tokens);
+  check_arg(args.q_per_seq >= 1, ErrorCode::kInvalidArgument, "q_per_seq", args.q_per_seq,
+            "must be >=", 1);
+  if (args.pages.num_seqs > 0) {
+    detail::check_pointer(args.q != nullptr && args.out != nullptr, "q/out",
+                          "must point to num_seqs * q_per_seq query rows");
+  }
+  for (std::int32_t s = 0; s < args.pages.num_seqs && args.params.causal; ++s) {
+    const std::int64_t len = args.pages.seq_len(s, args.kv.block_size);
+    if (!(len >= args.q_per_seq)) {
+      check_arg(false, ErrorCode::kInvalidArgument, "seq_len(" + std::to_string(s) + ")", len,
+                "must be >= q_per_seq (causal) =", args.q_per_seq);
+    }
+  }
+}
+
+/// Checks prefill arguments (as for decode, plus q_indptr: non-null, starts at 0,
+/// non-decreasing, and n_s <= seq_len(s) when causal).
+template <class KV>
+void validate(const PagedPrefillArgs<KV>& args) {
+  detail::validate_kv_and_pages(args.kv, args.pages, args.num_qo_heads, args.head_dim, args.params,
+                                args.kv_split_tokens);
+  detail::check_pointer(args.q_indptr != nullptr, "q_indptr", "must point to num_seqs + 1 offsets");
+  check_arg(args.q_indptr[0] == 0, ErrorCode::kInvalidArgument, "q_indptr[0]", args.q_indptr[0],
+            "must equal", 0);
+  for (std::int32_t s = 0; s < args.pages.num_seqs; ++s) {
+    const std::int32_t n = args.q_indptr[s + 1] - args.q_indptr[s];
+    if (!(n >= 0)) {
+      check_arg(false, ErrorCode::kInvalidArgument, "q_indptr[" + std::to_string(s + 1) + "]",
+                args.q_indptr[s + 1], "must be >= q_indptr[s] =", args.q_indptr[s]);
+    }
+    const std::int64_t len = args.pages.seq_len(s, args.kv.block_size);
+    if (!(!args.params.causal || n <= len)) {
+      check_arg(false, ErrorCode::kInvalidArgument, "new tokens of sequence " + std::to_string(s),
+                n, "must be <= its seq_len (causal) =", len);
+    }
+  }
+  if (args.q_indptr[args.pages.num_seqs] > 0) {
+    detail::check_pointer(args.q != nullptr && args.out != nullptr, "q/out",
+                          "must point to q_indptr[num_seqs] query rows");
+  }
+}
+
+/// Backends without an implementation in this translation unit land here.
+template <class Backend, class KV>
+void paged_decode(Backend, const PagedDecodeArgs<KV>&) {
+  static_assert(detail::dependent_false_v<Backend>,
+                "no paged_decode for this backend here: CUDA overloads come from "
+                "<inferkit/attention/cuda/paged_attention.cuh>, compiled by nvcc in a .cu file");
+}
+
+/// Backends without an implementation in this translation unit land here.
+template <class Backend, class KV>
+void paged_prefill(Backend, const PagedPrefillArgs<KV>&) {
+  static_assert(detail::dependent_false_v<Backend>,
+                "no paged_prefill for this backend here: CUDA overloads come from "
+                "<inferkit/attention/cuda/paged_attention.cuh>, compiled by nvcc in a .cu file");
+}
+
+}  // namespace inferkit
+
+// The CPU backend is always available to host translation units (not to nvcc, which never
+// compiles the host-only kernels).
+#if !INFERKIT_CUDA_COMPILER
+#  include <inferkit/attention/cpu/paged_attention.hpp>
+#endif

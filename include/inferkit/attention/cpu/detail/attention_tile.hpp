@@ -1,0 +1,522 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CPU attention inner kernel: a block of query rows (the query heads of one GQA group, times
+// a few query tokens) runs an online softmax over a range of one sequence's paged K/V for one KV
+// head. K/V are walked along the page table 16 tokens at a time, converted in bulk to fp32
+// scratch (prefetching pages ahead, since hardware prefetchers cannot follow a page table), and
+// each tile is used by every row of the block, so each page is read once per group.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <inferkit/attention/attention_params.hpp>
+#include <inferkit/attention/cpu/detail/simd.hpp>
+#include <inferkit/core/config.hpp>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+// GCC 12's AVX-512 intrinsics self-initialize their "undefined" operands (__m512 __Y = __Y),
+// which -Wmaybe-uninitialized reports at every inlined use; silence it for this header only.
+#if defined(__GNUC__) && !defined(__clang__)
+#  pragma GCC diagnostic push
+#  pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#  pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace inferkit::detail {
+
+/// How stored K/V values are scaled: not at all, one scale per (block, head) (fp8), or one per
+/// (block, head, slot) (int8).
+enum class KvScaleMode : std::uint8_t { kNone, kPerBlockHead, kPerToken };
+
+/// One KV head of one sequence: the pages it owns and how to address a token in them.
+template <class KV>
+struct KvHeadSource {
+  const KV* k = nullptr;  ///< view.k + head * head_stride (add block * block_stride)
+  const KV* v = nullptr;
+  const float* k_scale = nullptr;  ///< nullptr: scale 1
+  const float* v_scale = nullptr;
+  KvScaleMode scale_mode = KvScaleMode::kNone;
+  const std::int32_t* pages = nullptr;  ///< the sequence's physical block ids, logical order
+  std::int64_t block_stride = 0;        ///< elements
+  std::int64_t token_stride = 0;        ///< elements
+  std::int32_t block_size = 0;
+  std::int32_t num_kv_heads = 0;
+  std::int32_t head = 0;
+
+  std::int64_t scale_index(std::int32_t block, std::int32_t slot) const noexcept {
+    return scale_mode == KvScaleMode::kPerToken
+               ? (std::int64_t{block} * num_kv_heads + head) * block_size + slot
+               : std::int64_t{block} * num_kv_heads + head;
+  }
+};
+
+/// A block of query rows: row r is query token t = r / group, group member g = r % group. Row
+/// (t, g) reads q + t * q_token_stride + g * head_dim, and writes out/lse likewise.
+struct QueryRowBlock {
+  std::int32_t num_tokens = 0;
+  std::int32_t group = 1;
+  const float* q = nullptr;
+  std::int64_t q_token_stride = 0;
+  std::int64_t first_position = 0;     ///< position of token 0; token t is at first_position + t
+  const std::uint8_t* mask = nullptr;  ///< token t's row: mask + t * mask_stride ([kv_len]); opt.
+  std::int64_t mask_stride = 0;
+  float* out = nullptr;
+  std::int64_t out_token_stride = 0;
+  float* lse = nullptr;  ///< optional; row (t, g) at lse + t * lse_token_stride + g
+  std::int64_t lse_token_stride = 0;
+
+  std::int32_t num_rows() const noexcept { return num_tokens * group; }
+};
+
+/// Largest row count that takes the direct (register) path; see attend_rows.
+inline constexpr std::int32_t kMaxDirectRows = 8;
+
+/// Per-thread scratch, sized for `rows` rows of `padded_dim` floats; reused across work items.
+struct AttentionScratch {
+  std::vector<float> q, o, p, acc, k_tile, v_tile, row_max, row_sum, alpha;
+
+  void reserve(std::int32_t rows, std::int32_t padded_dim) {
+    const auto r = static_cast<std::size_t>(rows);
+    const auto d = static_cast<std::size_t>(padded_dim);
+    q.resize(r * d);
+    o.resize(r * d);
+    p.resize(r * kSimdLanes);
+    row_max.resize(r);
+    row_sum.resize(r);
+    alpha.resize(r);
+    // Direct path: lane-partial dot products of up to kMaxDirectRows rows.
+    acc.resize(static_cast<std::size_t>(std::min(rows, kMaxDirectRows)) * kSimdLanes * kSimdLanes);
+    // Scratch path: fp32 tiles, zeroed so that token rows never written hold finite values.
+    k_tile.assign(kSimdLanes * d, 0.0f);
+    v_tile.assign(kSimdLanes * d, 0.0f);
+  }
+};
+
+/// Prefetches one cache line into L1. An asm statement on x86: GCC's dead-code elimination
+/// deletes loops whose only statements are __builtin_prefetch (observed with g++ 12 -O2).
+INFERKIT_FORCEINLINE void prefetch_line(const char* p) noexcept {
+#if INFERKIT_HAS_AVX512 || INFERKIT_HAS_AVX2
+  __asm__ volatile("prefetcht0 %0" : : "m"(*p));
+#else
+  __builtin_prefetch(p, 0, 3);
+#endif
+}
+
+/// Prefetches the K and V rows of tokens [begin, end) of `src` (page by page, so the page table
+/// is followed ahead of the hardware prefetcher).
+template <class KV>
+inline void prefetch_tokens(const KvHeadSource<KV>& src, std::int64_t begin, std::int64_t end,
+                            std::int32_t head_dim) noexcept {
+  constexpr std::int64_t kLine = 64;
+  if (end <= begin) return;
+  const std::int64_t row_bytes = static_cast<std::int64_t>(sizeof(KV)) * head_dim;
+  const std::int64_t first_page = begin / src.block_size;
+  const std::int64_t last_page = (end - 1) / src.block_size;
+  for (std::int64_t page = first_page; page <= last_page; ++page) {
+    const std::int64_t lo = std::max(begin, page * src.block_size) - page * src.block_size;
+    const std::int64_t hi = std::min(end, (page + 1) * src.block_size) - page * src.block_size;
+    const std::int64_t off = src.pages[page] * src.block_stride + lo * src.token_stride;
+    const auto* k = reinterpret_cast<const char*>(src.k + off);
+    const auto* v = reinterpret_cast<const char*>(src.v + off);
+    const std::int64_t lines = ((hi - lo) * row_bytes + kLine - 1) / kLine;
+    for (std::int64_t i = 0; i < lines; ++i) {
+      prefetch_line(k + i * kLine);
+      prefetch_line(v + i * kLine);
+    }
+  }
+}
+
+/// Converts tokens [tok0, tok0 + count) (count <= 16) of `src` to fp32 rows of `padded_dim`
+/// floats in k_tile / v_tile, applying quantization scales. Only valid tokens are read.
+template <class Simd, int kHeadDim, class KV>
+inline void load_kv_tile(const KvHeadSource<KV>& src, std::int64_t tok0, std::int32_t count,
+                         std::int32_t head_dim, std::int32_t padded_dim, float* k_tile,
+                         float* v_tile) noexcept {
+  const std::int32_t dim = kHeadDim > 0 ? kHeadDim : head_dim;
+  const std::int32_t chunks = (dim + kSimdLanes - 1) / kSimdLanes;
+  std::int64_t page = tok0 / src.block_size;
+  auto slot = static_cast<std::int32_t>(tok0 - page * src.block_size);
+  for (std::int32_t j = 0; j < count; ++j) {
+    const std::int32_t block = src.pages[page];
+    const std::int64_t off = block * src.block_stride + slot * src.token_stride;
+    const KV* k_row = src.k + off;
+    const KV* v_row = src.v + off;
+    float* k_out = k_tile + static_cast<std::ptrdiff_t>(j) * padded_dim;
+    float* v_out = v_tile + static_cast<std::ptrdiff_t>(j) * padded_dim;
+    if (src.scale_mode == KvScaleMode::kNone) {
+      for (std::int32_t c = 0; c < chunks; ++c) {
+        const int n = std::min(kSimdLanes, dim - c * kSimdLanes);
+        Simd::store(k_out + c * kSimdLanes, Simd::load_kv(k_row + c * kSimdLanes, n));
+        Simd::store(v_out + c * kSimdLanes, Simd::load_kv(v_row + c * kSimdLanes, n));
+      }
+    } else {
+      const std::int64_t si = src.scale_index(block, slot);
+      const auto ks = Simd::set1(src.k_scale != nullptr ? src.k_scale[si] : 1.0f);
+      const auto vs = Simd::set1(src.v_scale != nullptr ? src.v_scale[si] : 1.0f);
+      for (std::int32_t c = 0; c < chunks; ++c) {
+        const int n = std::min(kSimdLanes, dim - c * kSimdLanes);
+        Simd::store(k_out + c * kSimdLanes,
+                    Simd::mul(Simd::load_kv(k_row + c * kSimdLanes, n), ks));
+        Simd::store(v_out + c * kSimdLanes,
+                    Simd::mul(Simd::load_kv(v_row + c * kSimdLanes, n), vs));
+      }
+    }
+    if (++slot == src.block_size) {
+      slot = 0;
+      ++page;
+    }
+  }
+}
+
+/// Bit j set when key tok0 + j (j < count) is visible to the query at `position`.
+inline std::uint32_t visible_lanes(const AttentionParams& params, std::int64_t position,
+                                   std::int64_t tok0, std::int32_t count,
+                                   const std::uint8_t* mask_row) noexcept {
+  std::uint32_t keep = count >= kSimdLanes ? 0xFFFFu : (1u << count) - 1u;
+  if (params.causal) {
+    const std::int64_t n = std::clamp<std::int64_t>(position - tok0 + 1, 0, kSimdLanes);
+    keep &= n >= kSimdLanes ? 0xFFFFu : (1u << n) - 1u;
+  }
+  if (params.window_left >= 0) {
+    const std::int64_t first =
+        std::clamp<std::int64_t>(position - params.window_left - tok0, 0, kSimdLanes);
+    keep &= first >= kSimdLanes ? 0u : ~((1u << first) - 1u);
+  }
+  if (mask_row != nullptr && keep != 0) {
+    for (std::int32_t j = 0; j < count; ++j) {
+      if (mask_row[tok0 + j] == 0) keep &= ~(1u << j);
+    }
+  }
+  return keep;
+}
+
+/// PV update for rows [r0, r0 + kRows) and chunks [c0, c0 + kChunks): o = o * alpha + P V.
+template <class Simd, int kRows, int kChunks>
+inline void pv_block(AttentionScratch& s, std::int32_t r0, std::int32_t c0, std::int32_t count,
+                     std::int32_t padded_dim) noexcept {
+  using V = typename Simd::V;
+  V acc[kRows][kChunks];
+  for (int r = 0; r < kRows; ++r) {
+    const V a = Simd::set1(s.alpha[static_cast<std::size_t>(r0 + r)]);
+    for (int c = 0; c < kChunks; ++c) {
+      acc[r][c] = Simd::mul(
+          Simd::load(&s.o[static_cast<std::size_t>(r0 + r) * padded_dim + (c0 + c) * kSimdLanes]),
+          a);
+    }
+  }
+  for (std::int32_t j = 0; j < count; ++j) {
+    V v[kChunks];
+    for (int c = 0; c < kChunks; ++c) {
+      v[c] =
+          Simd::load(&s.v_tile[static_cast<std::size_t>(j) * padded_dim + (c0 + c) * kSimdLanes]);
+    }
+    for (int r = 0; r < kRows; ++r) {
+      const V p = Simd::set1(s.p[static_cast<std::size_t>(r0 + r) * kSimdLanes + j]);
+      for (int c = 0; c < kChunks; ++c) acc[r][c] = Simd::fma(p, v[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int c = 0; c < kChunks; ++c) {
+      Simd::store(&s.o[static_cast<std::size_t>(r0 + r) * padded_dim + (c0 + c) * kSimdLanes],
+                  acc[r][c]);
+    }
+  }
+}
+
+template <class Simd, int kRows>
+inline void pv_rows(AttentionScratch& s, std::int32_t r0, std::int32_t chunks, std::int32_t count,
+                    std::int32_t padded_dim) noexcept {
+  std::int32_t c = 0;
+  for (; c + 2 <= chunks; c += 2) pv_block<Simd, kRows, 2>(s, r0, c, count, padded_dim);
+  if (c < chunks) pv_block<Simd, kRows, 1>(s, r0, c, count, padded_dim);
+}
+
+/// Addresses (and quantization scales) of the K/V rows of tokens [tok0, tok0 + count) of `src`,
+/// walking the page table; lanes >= count get scale 1 and are never dereferenced.
+template <class KV>
+struct TileRows {
+  const KV* k[kSimdLanes];
+  const KV* v[kSimdLanes];
+  alignas(64) float k_scale[kSimdLanes];
+  alignas(64) float v_scale[kSimdLanes];
+
+  void gather(const KvHeadSource<KV>& src, std::int64_t tok0, std::int32_t count) noexcept {
+    std::int64_t page = tok0 / src.block_size;
+    auto slot = static_cast<std::int32_t>(tok0 - page * src.block_size);
+    for (std::int32_t j = 0; j < count; ++j) {
+      const std::int32_t block = src.pages[page];
+      const std::int64_t off = block * src.block_stride + slot * src.token_stride;
+      k[j] = src.k + off;
+      v[j] = src.v + off;
+      if (src.scale_mode != KvScaleMode::kNone) {
+        const std::int64_t si = src.scale_index(block, slot);
+        k_scale[j] = src.k_scale != nullptr ? src.k_scale[si] : 1.0f;
+        v_scale[j] = src.v_scale != nullptr ? src.v_scale[si] : 1.0f;
+      }
+      if (++slot == src.block_size) {
+        slot = 0;
+        ++page;
+      }
+    }
+    for (std::int32_t j = count; j < kSimdLanes; ++j) {
+      k_scale[j] = 1.0f;
+      v_scale[j] = 1.0f;
+    }
+  }
+};
+
+/// Loads 16 stored elements (or `n` < 16, zero-filled) as floats.
+template <class Simd, int kHeadDim, class KV>
+INFERKIT_FORCEINLINE typename Simd::V load_chunk(const KV* p, std::int32_t n) noexcept {
+  if constexpr (kHeadDim > 0 && kHeadDim % kSimdLanes == 0) {
+    (void)n;
+    return Simd::load_kv(p, kSimdLanes);
+  } else {
+    return Simd::load_kv(p, n);
+  }
+}
+
+/// Direct QK for kRows rows: dot products of every row with tokens [j0, j0 + kTok), reading
+/// and converting each K row once for all rows; writes the lane-partial sums to acc (laid out
+/// [kRows][16 tokens][16 lanes]) for a later 16-way horizontal reduction.
+template <class Simd, int kHeadDim, int kRows, int kTok, class KV>
+INFERKIT_FORCEINLINE void qk_direct(const float* q, std::int32_t padded, std::int32_t dim,
+                                    const TileRows<KV>& tr, std::int32_t j0,
+                                    float* acc_out) noexcept {
+  using V = typename Simd::V;
+  const std::int32_t chunks = padded / kSimdLanes;
+  V acc[kRows][kTok];
+  for (auto& row : acc) {
+    for (auto& a : row) a = Simd::zero();
+  }
+  for (std::int32_t c = 0; c < chunks; ++c) {
+    const std::int32_t n = dim - c * kSimdLanes;
+    V k[kTok];
+    for (int t = 0; t < kTok; ++t) {
+      k[t] = load_chunk<Simd, kHeadDim>(tr.k[j0 + t] + c * kSimdLanes, n);
+    }
+    for (int r = 0; r < kRows; ++r) {
+      const V qv = Simd::load(q + static_cast<std::ptrdiff_t>(r) * padded + c * kSimdLanes);
+      for (int t = 0; t < kTok; ++t) acc[r][t] = Simd::fma(qv, k[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int t = 0; t < kTok; ++t) {
+      Simd::store(acc_out + (r * kSimdLanes + j0 + t) * kSimdLanes, acc[r][t]);
+    }
+  }
+}
+
+/// Direct PV for kRows rows and chunks [c0, c0 + kCh): o = o * alpha + sum_j p_j v_j, reading
+/// and converting each V row chunk once for all rows.
+template <class Simd, int kHeadDim, int kRows, int kCh, class KV>
+INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, std::int32_t dim,
+                                    const TileRows<KV>& tr, std::int32_t c0,
+                                    std::int32_t count) noexcept {
+  using V = typename Simd::V;
+  V acc[kRows][kCh];
+  for (int r = 0; r < kRows; ++r) {
+    const V a = Simd::set1(s.alpha[static_cast<std::size_t>(r)]);
+    for (int c = 0; c < kCh; ++c) {
+      acc[r][c] = Simd::mul(
+          Simd::load(&s.o[static_cast<std::size_t>(r * padded + (c0 + c) * kSimdLanes)]), a);
+    }
+  }
+  for (std::int32_t j = 0; j < count; ++j) {
+    V v[kCh];
+    for (int c = 0; c < kCh; ++c) {
+      v[c] =
+          load_chunk<Simd, kHeadDim>(tr.v[j] + (c0 + c) * kSimdLanes, dim - (c0 + c) * kSimdLanes);
+    }
+    for (int r = 0; r < kRows; ++r) {
+      const V p = Simd::set1(s.p[static_cast<std::size_t>(r * kSimdLanes + j)]);
+      for (int c = 0; c < kCh; ++c) acc[r][c] = Simd::fma(p, v[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int c = 0; c < kCh; ++c) {
+      Simd::store(&s.o[static_cast<std::size_t>(r * padded + (c0 + c) * kSimdLanes)], acc[r][c]);
+    }
+  }
+}
+
+/// Online-softmax update of row r with this tile's scores: writes p (times `v_scale` lanes
+/// when given) and alpha, updates the running max and sum.
+template <class Simd>
+INFERKIT_FORCEINLINE void softmax_update(AttentionScratch& s, std::int32_t r,
+                                         typename Simd::V scores, std::uint32_t keep, float cap,
+                                         const float* v_scale) noexcept {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const auto ri = static_cast<std::size_t>(r);
+  float* p = &s.p[ri * kSimdLanes];
+  if (keep == 0) {  // nothing visible in this tile: state unchanged
+    std::fill_n(p, kSimdLanes, 0.0f);
+    s.alpha[ri] = 1.0f;
+    return;
+  }
+  if (cap > 0.0f) {
+    Simd::store(p, scores);
+    for (int j = 0; j < kSimdLanes; ++j) p[j] = cap * std::tanh(p[j] / cap);
+    scores = Simd::load(p);
+  }
+  scores = Simd::keep_or(scores, keep, kNegInf);
+  const float m_old = s.row_max[ri];
+  const float m_new = std::max(m_old, Simd::reduce_max(scores));
+  const float alpha = m_old == m_new ? 1.0f : (m_old == kNegInf ? 0.0f : std::exp(m_old - m_new));
+  typename Simd::V pv = Simd::exp_shifted(scores, m_new, keep);
+  s.row_sum[ri] = s.row_sum[ri] * alpha + Simd::reduce_add(pv);
+  s.row_max[ri] = m_new;
+  s.alpha[ri] = alpha;
+  if (v_scale != nullptr) pv = Simd::mul(pv, Simd::load(v_scale));
+  Simd::store(p, pv);
+}
+
+/// Attends the rows of `rows` to keys [kv_begin, kv_end) of `src` (positions are token indices
+/// in the sequence) and writes normalized outputs and natural-log LSEs. A row that sees no key
+/// gets out = 0, lse = -inf. `kHeadDim` = 0: runtime head_dim. `kRows` > 0: exactly that many
+/// rows, K/V converted in registers and shared by all rows (decode); 0: any number of rows,
+/// each K/V tile converted once to fp32 scratch (prefill).
+template <class Simd, int kHeadDim, int kRows, class KV>
+void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, std::int64_t kv_begin,
+                      std::int64_t kv_end, std::int32_t head_dim, const AttentionParams& params,
+                      std::int32_t prefetch_tokens_ahead, AttentionScratch& s) {
+  using V = typename Simd::V;
+  const std::int32_t dim = kHeadDim > 0 ? kHeadDim : head_dim;
+  const std::int32_t chunks = (dim + kSimdLanes - 1) / kSimdLanes;
+  const std::int32_t padded = chunks * kSimdLanes;
+  const std::int32_t num_rows = kRows > 0 ? kRows : rows.num_rows();
+  const float scale = params.resolved_scale(dim);
+  const float cap = params.logit_soft_cap;
+  const bool scaled = src.scale_mode != KvScaleMode::kNone;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const auto idx = [](std::int64_t i) { return static_cast<std::size_t>(i); };
+
+  // Scaled queries in padded rows (zero tails), zero outputs.
+  for (std::int32_t r = 0; r < num_rows; ++r) {
+    const std::int32_t t = r / rows.group;
+    const std::int32_t g = r % rows.group;
+    const float* q = rows.q + t * rows.q_token_stride + g * dim;
+    float* qs = &s.q[idx(r) * idx(padded)];
+    for (std::int32_t d = 0; d < dim; ++d) qs[d] = q[d] * scale;
+    for (std::int32_t d = dim; d < padded; ++d) qs[d] = 0.0f;
+    std::fill_n(&s.o[idx(r) * idx(padded)], padded, 0.0f);
+    s.row_max[idx(r)] = kNegInf;
+    s.row_sum[idx(r)] = 0.0f;
+  }
+  if (prefetch_tokens_ahead > 0) {
+    prefetch_tokens(src, kv_begin, std::min<std::int64_t>(kv_begin + prefetch_tokens_ahead, kv_end),
+                    dim);
+  }
+
+  TileRows<KV> tr;
+  for (std::int64_t tok0 = kv_begin; tok0 < kv_end; tok0 += kSimdLanes) {
+    const auto count = static_cast<std::int32_t>(std::min<std::int64_t>(kSimdLanes, kv_end - tok0));
+    if (prefetch_tokens_ahead > 0) {
+      const std::int64_t pf = tok0 + prefetch_tokens_ahead;
+      if (pf < kv_end)
+        prefetch_tokens(src, pf, std::min<std::int64_t>(pf + kSimdLanes, kv_end), dim);
+    }
+    if constexpr (kRows > 0) {
+      tr.gather(src, tok0, count);
+      constexpr int kTok = kRows <= 2 ? 4 : 2;
+      std::int32_t j = 0;
+      for (; j + kTok <= count; j += kTok) {
+        qk_direct<Simd, kHeadDim, kRows, kTok>(s.q.data(), padded, dim, tr, j, s.acc.data());
+      }
+      for (; j < count; ++j) {
+        qk_direct<Simd, kHeadDim, kRows, 1>(s.q.data(), padded, dim, tr, j, s.acc.data());
+      }
+      for (std::int32_t r = 0; r < num_rows; ++r) {
+        float* acc = &s.acc[idx(r) * kSimdLanes * kSimdLanes];
+        std::fill(acc + count * kSimdLanes, acc + kSimdLanes * kSimdLanes, 0.0f);
+        V parts[kSimdLanes];
+        for (int t = 0; t < kSimdLanes; ++t) parts[t] = Simd::load(acc + t * kSimdLanes);
+        V scores = Simd::reduce16(parts);
+        if (scaled) scores = Simd::mul(scores, Simd::load(tr.k_scale));
+        const std::int32_t t = r / rows.group;
+        const std::uint8_t* mask_row =
+            rows.mask != nullptr ? rows.mask + t * rows.mask_stride : nullptr;
+        softmax_update<Simd>(s, r, scores,
+                             visible_lanes(params, rows.first_position + t, tok0, count, mask_row),
+                             cap, scaled ? tr.v_scale : nullptr);
+      }
+      constexpr int kCh = kRows <= 2 ? 4 : 2;
+      std::int32_t c = 0;
+      for (; c + kCh <= chunks; c += kCh)
+        pv_direct<Simd, kHeadDim, kRows, kCh>(s, padded, dim, tr, c, count);
+      for (; c < chunks; ++c) pv_direct<Simd, kHeadDim, kRows, 1>(s, padded, dim, tr, c, count);
+    } else {
+      load_kv_tile<Simd, kHeadDim>(src, tok0, count, dim, padded, s.k_tile.data(), s.v_tile.data());
+      for (std::int32_t r = 0; r < num_rows; ++r) {
+        // S[j] = q_r . k_j for the 16 tokens: 16 accumulators, one horizontal reduction.
+        V acc[kSimdLanes];
+        for (auto& a : acc) a = Simd::zero();
+        const float* qs = &s.q[idx(r) * idx(padded)];
+        for (std::int32_t c = 0; c < chunks; ++c) {
+          const V qv = Simd::load(qs + c * kSimdLanes);
+          for (int j = 0; j < kSimdLanes; ++j) {
+            acc[j] = Simd::fma(
+                qv, Simd::load(&s.k_tile[idx(j) * idx(padded) + idx(c) * kSimdLanes]), acc[j]);
+          }
+        }
+        const std::int32_t t = r / rows.group;
+        const std::uint8_t* mask_row =
+            rows.mask != nullptr ? rows.mask + t * rows.mask_stride : nullptr;
+        softmax_update<Simd>(s, r, Simd::reduce16(acc),
+                             visible_lanes(params, rows.first_position + t, tok0, count, mask_row),
+                             cap, nullptr);
+      }
+      std::int32_t r = 0;
+      for (; r + 4 <= num_rows; r += 4) pv_rows<Simd, 4>(s, r, chunks, count, padded);
+      for (; r < num_rows; ++r) pv_rows<Simd, 1>(s, r, chunks, count, padded);
+    }
+  }
+
+  for (std::int32_t r = 0; r < num_rows; ++r) {
+    const std::int32_t t = r / rows.group;
+    const std::int32_t g = r % rows.group;
+    float* out = rows.out + t * rows.out_token_stride + g * dim;
+    const float sum = s.row_sum[idx(r)];
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const float* o = &s.o[idx(r) * idx(padded)];
+    for (std::int32_t d = 0; d < dim; ++d) out[d] = o[d] * inv;
+    if (rows.lse != nullptr) {
+      rows.lse[t * rows.lse_token_stride + g] =
+          sum > 0.0f ? s.row_max[idx(r)] + std::log(sum) : kNegInf;
+    }
+  }
+}
+
+/// Attends a block of rows (see attend_rows_impl): 1, 2, 4 or 8 rows take the direct
+/// (decode) path, other counts the fp32-scratch (prefill) path.
+template <class Simd, int kHeadDim, class KV>
+void attend_rows(const QueryRowBlock& rows, const KvHeadSource<KV>& src, std::int64_t kv_begin,
+                 std::int64_t kv_end, std::int32_t head_dim, const AttentionParams& params,
+                 std::int32_t prefetch_tokens_ahead, AttentionScratch& s) {
+  switch (rows.num_rows()) {
+    case 1:
+      return attend_rows_impl<Simd, kHeadDim, 1>(rows, src, kv_begin, kv_end, head_dim, params,
+                                                 prefetch_tokens_ahead, s);
+    case 2:
+      return attend_rows_impl<Simd, kHeadDim, 2>(rows, src, kv_begin, kv_end, head_dim, params,
+                                                 prefetch_tokens_ahead, s);
+    case 4:
+      return attend_rows_impl<Simd, kHeadDim, 4>(rows, src, kv_begin, kv_end, head_dim, params,
+                                                 prefetch_tokens_ahead, s);
+    case 8:
+      return attend_rows_impl<Simd, kHeadDim, 8>(rows, src, kv_begin, kv_end, head_dim, params,
+                                                 prefetch_tokens_ahead, s);
+    default:
+      return attend_rows_impl<Simd, kHeadDim, 0>(rows, src, kv_begin, kv_end, head_dim, params,
+                                                 prefetch_tokens_ahead, s);
+  }
+}
+
+}  // namespace inferkit::detail
+
+#if defined(__GNUC__) && !defined(__clang__)
+#  pragma GCC diagnostic pop
+#endif

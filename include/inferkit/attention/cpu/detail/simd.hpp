@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: Apache-2.0
+// A 16-lane fp32 vector vocabulary for the CPU attention kernels: an AVX-512 policy (intrinsics)
+// and a portable policy (plain arrays the compiler may vectorize). The kernels are templates on
+// the policy, so the portable path is compiled and tested on AVX-512 machines too. Also holds the
+// bulk KV-storage -> fp32 conversions (fp16, bf16, fp8, int8), which must agree with to_float.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <inferkit/core/bfloat16.hpp>
+#include <inferkit/core/config.hpp>
+#include <inferkit/core/float16.hpp>
+#include <inferkit/core/float8.hpp>
+#include <limits>
+#include <type_traits>
+
+#if INFERKIT_HAS_AVX512
+#  include <immintrin.h>
+#endif
+
+// GCC 12's AVX-512 intrinsics self-initialize their "undefined" operands (__m512 __Y = __Y),
+// which -Wmaybe-uninitialized reports at every inlined use; silence it for this header only.
+#if defined(__GNUC__) && !defined(__clang__)
+#  pragma GCC diagnostic push
+#  pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#  pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace inferkit::detail {
+
+/// Lanes of every SIMD policy (one AVX-512 register of fp32).
+inline constexpr int kSimdLanes = 16;
+
+/// KV storage types the CPU attention kernels read.
+template <class T>
+inline constexpr bool is_cpu_kv_type_v =
+    std::is_same_v<T, float> || std::is_same_v<T, float16> || std::is_same_v<T, bfloat16> ||
+    std::is_same_v<T, float8_e4m3> || std::is_same_v<T, float8_e5m2> ||
+    std::is_same_v<T, std::int8_t>;
+
+/// One stored element -> float (the scalar definition every bulk conversion must match).
+template <class T>
+inline float kv_to_float(T x) noexcept {
+  if constexpr (std::is_same_v<T, float>) {
+    return x;
+  } else if constexpr (std::is_same_v<T, std::int8_t>) {
+    return static_cast<float>(x);
+  } else {
+    return to_float(x);
+  }
+}
+
+/// Portable policy: a vector is a plain array of 16 floats.
+struct SimdPortable {
+  struct V {
+    float x[kSimdLanes];
+  };
+
+  static V zero() noexcept { return set1(0.0f); }
+  static V set1(float a) noexcept {
+    V r;
+    for (float& e : r.x) e = a;
+    return r;
+  }
+  static V load(const float* p) noexcept {
+    V r;
+    std::memcpy(r.x, p, sizeof(r.x));
+    return r;
+  }
+  static void store(float* p, V a) noexcept { std::memcpy(p, a.x, sizeof(a.x)); }
+  /// a * b + c
+  static V fma(V a, V b, V c) noexcept {
+    for (int i = 0; i < kSimdLanes; ++i) c.x[i] = a.x[i] * b.x[i] + c.x[i];
+    return c;
+  }
+  static V mul(V a, V b) noexcept {
+    for (int i = 0; i < kSimdLanes; ++i) a.x[i] *= b.x[i];
+    return a;
+  }
+  static float reduce_max(V a) noexcept {
+    float m = a.x[0];
+    for (int i = 1; i < kSimdLanes; ++i) m = std::max(m, a.x[i]);
+    return m;
+  }
+  static float reduce_add(V a) noexcept {
+    float s = 0.0f;
+    for (float e : a.x) s += e;
+    return s;
+  }
+  /// Lanes whose bit in `keep` is 0 become `fill`.
+  static V keep_or(V a, std::uint32_t keep, float fill) noexcept {
+    for (int i = 0; i < kSimdLanes; ++i) {
+      if (((keep >> i) & 1u) == 0) a.x[i] = fill;
+    }
+    return a;
+  }
+  /// exp(a - m) for lanes in `keep`, 0 elsewhere; m is finite.
+  static V exp_shifted(V a, float m, std::uint32_t keep) noexcept {
+    for (int i = 0; i < kSimdLanes; ++i) {
+      a.x[i] = ((keep >> i) & 1u) != 0 ? std::exp(a.x[i] - m) : 0.0f;
+    }
+    return a;
+  }
+  /// Lane j of the result is the sum of the lanes of acc[j] (16 dot products at once).
+  static V reduce16(const V* acc) noexcept {
+    V r;
+    for (int j = 0; j < kSimdLanes; ++j) r.x[j] = reduce_add(acc[j]);
+    return r;
+  }
+  /// Loads min(n, 16) stored elements (n >= 1) as floats; lanes >= n are 0.
+  template <class T>
+  static V load_kv(const T* p, int n) noexcept {
+    V r = zero();
+    for (int i = 0; i < std::min(n, kSimdLanes); ++i) r.x[i] = kv_to_float(p[i]);
+    return r;
+  }
+};
+
+#if INFERKIT_HAS_AVX512
+/// AVX-512 policy (F/BW/VL; fp16 conversion via F16C-in-AVX-512 vcvtph2ps).
+struct SimdAvx512 {
+  using V = __m512;
+
+  static V zero() noexcept { return _mm512_setzero_ps(); }
+  static V set1(float a) noexcept { return _mm512_set1_ps(a); }
+  static V load(const float* p) noexcept { return _mm512_loadu_ps(p); }
+  static void store(float* p, V a) noexcept { _mm512_storeu_ps(p, a); }
+  static V fma(V a, V b, V c) noexcept { return _mm512_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) noexcept { return _mm512_mul_ps(a, b); }
+  static float reduce_max(V a) noexcept { return _mm512_reduce_max_ps(a); }
+  static float reduce_add(V a) noexcept { return _mm512_reduce_add_ps(a); }
+  static V keep_or(V a, std::uint32_t keep, float fill) noexcept {
+    return _mm512_mask_blend_ps(static_cast<__mmask16>(keep), _mm512_set1_ps(fill), a);
+  }
+
+  /// exp(x) for x <= 0 (and -inf): 2^n * p(r), x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor
+  /// polynomial (relative error ~2e-7, below fp32 accumulation noise).
+  static V exp_nonpositive(V x) noexcept {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-120.0f));  // exp(-120) underflows to 0 below
+    const V n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    V r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+    V p = _mm512_set1_ps(1.0f / 720.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+  }
+  static V exp_shifted(V a, float m, std::uint32_t keep) noexcept {
+    const V e = exp_nonpositive(_mm512_sub_ps(a, _mm512_set1_ps(m)));
+    return _mm512_maskz_mov_ps(static_cast<__mmask16>(keep), e);
+  }
+
+  /// Lane j = horizontal sum of acc[j]: a 4-level shuffle/add tree (46 ops for 16 sums).
+  static V reduce16(const V* acc) noexcept {
+    V t[8];
+    for (int k = 0; k < 8; ++k) {  // 128-bit lanes [a0+a2, a1+a3, b0+b2, b1+b3]
+      const V a = acc[2 * k];
+      const V b = acc[2 * k + 1];
+      t[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+    }
+    V u[4];
+    for (int k = 0; k < 4; ++k) {  // 128-bit lane i holds 4 partials of token 4k + i
+      const V a = t[2 * k];
+      const V b = t[2 * k + 1];
+      u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
+    }
+    V x[2];
+    for (int k = 0; k < 2; ++k) {
+      const V a = u[2 * k];
+      const V b = u[2 * k + 1];
+      x[k] = _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x44), _mm512_shuffle_ps(a, b, 0xEE));
+    }
+    const V s =
+        _mm512_add_ps(_mm512_shuffle_ps(x[0], x[1], 0x88), _mm512_shuffle_ps(x[0], x[1], 0xDD));
+    // s lane 4i + k holds token 4k + i; put token j in lane j.
+    const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_ps(perm, s);
+  }
+
+  /// Loads min(n, 16) stored elements (n >= 1) as floats; lanes >= n are 0 and never read.
+  template <class T>
+  static V load_kv(const T* p, int n) noexcept {
+    if (n >= kSimdLanes) return load_kv_full(p);
+    const auto m = static_cast<__mmask16>((1u << n) - 1u);
+    if constexpr (std::is_same_v<T, float>) {
+      return _mm512_maskz_loadu_ps(m, p);
+    } else if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
+      return convert(_mm256_maskz_loadu_epi16(m, p), p);
+    } else {
+      return convert(_mm_maskz_loadu_epi8(m, p), p);
+    }
+  }
+
+  /// Loads 16 stored elements as floats (unmasked, so conversions can take memory operands).
+  template <class T>
+  static V load_kv_full(const T* p) noexcept {
+    if constexpr (std::is_same_v<T, float>) {
+      return _mm512_loadu_ps(p);
+    } else if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
+      return convert(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), p);
+    } else {
+      return convert(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), p);
+    }
+  }
+
+  /// 16 raw 16-bit elements -> floats.
+  template <class T>
+  static V convert(__m256i h, const T*) noexcept {
+    if constexpr (std::is_same_v<T, float16>) {
+      return _mm512_cvtph_ps(h);
+    } else {
+      static_assert(std::is_same_v<T, bfloat16>);
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+  }
+
+  /// 16 raw 8-bit elements -> floats.
+  template <class T>
+  static V convert(__m128i b8, const T*) noexcept {
+    if constexpr (std::is_same_v<T, float8_e5m2>) {
+      // e5m2 is the top byte of an fp16 with the same exponent bias.
+      return _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(b8), 8));
+    } else if constexpr (std::is_same_v<T, float8_e4m3>) {
+      // Place exponent+mantissa at float bits 20..26 and rescale by 2^(127-7): exact for normals
+      // and subnormals. 0x7F (magnitude) is the format's only NaN.
+      const __m512i b = _mm512_cvtepu8_epi32(b8);
+      const __m512i mag = _mm512_and_si512(b, _mm512_set1_epi32(0x7F));
+      const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(b, _mm512_set1_epi32(0x80)), 24);
+      V v = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(mag, 20)),
+                          _mm512_set1_ps(0x1.0p120f));
+      const __mmask16 nan = _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7F));
+      v = _mm512_mask_blend_ps(nan, v, _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()));
+      return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign));
+    } else {
+      static_assert(std::is_same_v<T, std::int8_t>, "unsupported KV storage type");
+      return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b8));
+    }
+  }
+};
+using SimdNative = SimdAvx512;
+#else
+using SimdNative = SimdPortable;
+#endif
+
+}  // namespace inferkit::detail
+
+#if defined(__GNUC__) && !defined(__clang__)
+#  pragma GCC diagnostic pop
+#endif

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of paged_decode (CPU) against the double-precision reference on randomized paged KV:
+// every KV dtype, head_dim 64/128/256 and odd sizes, GQA groups 1/4/7/8, page sizes 1/8/16/32,
+// shuffled page tables, NaN in unwritten slots, mixed short/long batches, split-KV determinism.
+//
+// Tolerances: the reference is fed exactly the dequantized values the kernel reads (to_float(q)
+// * scale, in float), so the dtype only changes the data, not the error budget: what remains is
+// fp32 accumulation, a polynomial exp (~2e-7 relative) and the float scale. We allow 2e-5 on
+// outputs (|v| <= ~1.3 for every dtype here) and 2e-5 on the natural-log LSE.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <inferkit/attention/attention.hpp>
+#include <inferkit/core/bfloat16.hpp>
+#include <inferkit/core/float16.hpp>
+#include <inferkit/core/float8.hpp>
+#include <inferkit/core/rng.hpp>
+#include <limits>
+#include <tests/support/paged_fixture.hpp>
+#include <vector>
+
+#if INFERKIT_HAS_OPENMP
+#  include <omp.h>
+#endif
+
+namespace {
+
+using namespace inferkit;
+using inferkit::test::make_paged_kv;
+using inferkit::test::max_abs_diff;
+using inferkit::test::PagedKVFixture;
+
+constexpr double kOutTol = 2e-5;
+constexpr double kLseTol = 2e-5;
+
+#ifdef INFERKIT_TEST_SANITIZED
+constexpr std::int64_t kLongSeq = 1200;
+#else
+constexpr std::int64_t kLongSeq = 5000;
+#endif
+
+struct DecodeCase {
+  std::int32_t head_dim;
+  std::int32_t num_kv_heads;
+  std::int32_t group;
+  std::int32_t block_size;
+  std::int32_t q_per_seq;
+  std::vector<std::int64_t> seq_lens;
+  AttentionParams params;
+};
+
+struct DecodeResult {
+  std::vector<float> out, lse;
+};
+
+template <class KV>
+DecodeResult run_decode(const PagedKVFixture<KV>& f, const std::vector<float>& q,
+                        std::int32_t qo_heads, std::int32_t q_per_seq,
+                        const AttentionParams& params, std::int32_t split = kDefaultKvSplitTokens) {
+  DecodeResult r;
+  const auto rows = static_cast<std::size_t>(f.num_seqs() * q_per_seq * qo_heads);
+  r.out.assign(rows * static_cast<std::size_t>(f.head_dim), -7.0f);
+  r.lse.assign(rows, -7.0f);
+  PagedDecodeArgs<KV> args;
+  args.q = q.data();
+  args.kv = f.view();
+  args.pages = f.table();
+  args.num_qo_heads = qo_heads;
+  args.head_dim = f.head_dim;
+  args.q_per_seq = q_per_seq;
+  args.out = r.out.data();
+  args.lse = r.lse.data();
+  args.params = params;
+  args.kv_split_tokens = split;
+  paged_decode(cpu{}, args);
+  return r;
+}
+
+/// Runs one case and checks every sequence against the reference.
+template <class KV>
+void check_decode_case(const DecodeCase& c, std::uint64_t seed) {
+  Rng rng(seed);
+  const auto f = make_paged_kv<KV>(rng, c.seq_lens, c.num_kv_heads, c.block_size, c.head_dim);
+  const std::int32_t qo_heads = c.num_kv_heads * c.group;
+  const std::size_t row_elems = static_cast<std::size_t>(c.q_per_seq * qo_heads * c.head_dim);
+  const auto q = inferkit::test::random_floats(rng, row_elems * c.seq_lens.size(), -2.0f, 2.0f);
+  const DecodeResult got = run_decode(f, q, qo_heads, c.q_per_seq, c.params);
+  for (std::int32_t s = 0; s < f.num_seqs(); ++s) {
+    INFO("dtype " << test::kv_type_name<KV>() << " head_dim " << c.head_dim << " group " << c.group
+                  << " block " << c.block_size << " q_per_seq " << c.q_per_seq << " seq " << s
+                  << " len " << c.seq_lens[static_cast<std::size_t>(s)]);
+    std::vector<double> want_out, want_lse;
+    const std::span<const float> qs(q.data() + static_cast<std::size_t>(s) * row_elems, row_elems);
+    test::reference_for_sequence(f, s, qs, c.q_per_seq, qo_heads, c.params, want_out, want_lse);
+    const std::size_t lse_n = static_cast<std::size_t>(c.q_per_seq * qo_heads);
+    CHECK(max_abs_diff(std::span<const float>(got.out).subspan(
+                           static_cast<std::size_t>(s) * row_elems, row_elems),
+                       want_out) <= kOutTol);
+    CHECK(max_abs_diff(
+              std::span<const float>(got.lse).subspan(static_cast<std::size_t>(s) * lse_n, lse_n),
+              want_lse) <= kLseTol);
+  }
+}
+
+AttentionParams default_params() { return AttentionParams{}; }
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("paged_decode: matches the double reference for every KV dtype",
+                   "[attention][paged_decode]", float, float16, bfloat16, float8_e4m3, float8_e5m2,
+                   std::int8_t) {
+  // Mixed batches: 1 token, exactly one full page, exactly full pages, odd tails, long.
+  const std::vector<DecodeCase> cases = {
+      {128, 2, 4, 16, 1, {1, 16, 64, 37, 300}, default_params()},
+      {64, 1, 8, 8, 1, {8, 1, 129, 40}, default_params()},
+      {256, 1, 1, 32, 1, {33, 96}, default_params()},
+      {80, 2, 7, 1, 1, {5, 23}, default_params()},
+  };
+  std::uint64_t seed = 100;
+  for (const DecodeCase& c : cases) check_decode_case<TestType>(c, seed++);
+}
+
+TEST_CASE("paged_decode: covers head dims GQA groups and page sizes on fp16",
+          "[attention][paged_decode]") {
+  AttentionParams window;
+  window.window_left = 50;
+  AttentionParams capped;
+  capped.logit_soft_cap = 2.5f;
+  capped.sm_scale = 0.3f;
+  AttentionParams noncausal;
+  noncausal.causal = false;
+  const std::vector<DecodeCase> cases = {
+      {64, 4, 1, 16, 1, {17, 200, 1, 48}, default_params()},
+      {96, 1, 4, 32, 1, {31, 32, 65}, default_params()},
+      {72, 2, 4, 8, 1, {9, 100}, default_params()},  // odd head_dim: generic path, tails
+      {128, 2, 8, 16, 1, {kLongSeq, 3, 700}, default_params()},
+      {128, 1, 7, 16, 3, {40, 3, 129}, default_params()},  // speculative: 3 queries / seq
+      {64, 2, 4, 16, 2, {300, 2, 65}, window},             // sliding window
+      {128, 1, 4, 8, 1, {250, 1}, capped},                 // soft cap and explicit scale
+      {64, 1, 4, 16, 4, {37, 1, 0}, noncausal},            // non-causal, one empty sequence
+      {256, 2, 4, 16, 1, {kLongSeq / 2 + 3}, window},
+  };
+  std::uint64_t seed = 500;
+  for (const DecodeCase& c : cases) check_decode_case<float16>(c, seed++);
+}
+
+TEST_CASE("paged_decode: unwritten slots holding NaN never reach the output",
+          "[attention][paged_decode]") {
+  // The fixture fills every unwritten slot and unused block with NaN; check explicitly that
+  // the last page is partial and that outputs are finite.
+  Rng rng(7);
+  const std::vector<std::int64_t> lens = {17, 5, 31};
+  const auto f = make_paged_kv<float16>(rng, lens, 2, 16, 64);
+  REQUIRE(std::isnan(to_float(f.k[static_cast<std::size_t>(
+      f.view().offset(f.indices[1], 0, 1))])));  // slot 1 of seq 0's last page
+  const auto q = test::random_floats(rng, 3 * 8 * 64, -2.0f, 2.0f);
+  for (std::int32_t split : {0, 16}) {
+    const DecodeResult r = run_decode(f, q, 8, 1, default_params(), split);
+    for (float x : r.out) REQUIRE(std::isfinite(x));
+    for (float x : r.lse) REQUIRE(std::isfinite(x));
+  }
+  auto f8 = make_paged_kv<std::int8_t>(rng, lens, 2, 16, 64);  // int8: NaN scales
+  const DecodeResult r8 = run_decode(f8, q, 8, 1, default_params());
+  for (float x : r8.out) REQUIRE(std::isfinite(x));
+}
+
+TEST_CASE("paged_decode: results are identical for any thread count and any batch",
+          "[attention][paged_decode]") {
+  Rng rng(11);
+  const std::vector<std::int64_t> lens = {3000, 17, 900};
+  const auto f = make_paged_kv<bfloat16>(rng, lens, 2, 16, 128);
+  const auto q = test::random_floats(rng, 3 * 8 * 128, -2.0f, 2.0f);
+  const DecodeResult all = run_decode(f, q, 8, 1, default_params(), 512);
+#if INFERKIT_HAS_OPENMP
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const DecodeResult serial = run_decode(f, q, 8, 1, default_params(), 512);
+  omp_set_num_threads(threads);
+  CHECK(serial.out == all.out);
+  CHECK(serial.lse == all.lse);
+#endif
+  // Sequence 0 alone (same pages, a one-sequence table) gives the same bits.
+  auto alone = f;
+  alone.seq_lens = {lens[0]};
+  alone.indptr = {0, f.indptr[1]};
+  alone.last_page_len = {f.last_page_len[0]};
+  const DecodeResult one = run_decode(alone, q, 8, 1, default_params(), 512);
+  CHECK(std::vector<float>(all.out.begin(), all.out.begin() + 8 * 128) == one.out);
+  // Splitting changes only rounding.
+  const DecodeResult unsplit = run_decode(f, q, 8, 1, default_params(), 0);
+  std::vector<double> ref(unsplit.out.begin(), unsplit.out.end());
+  CHECK(max_abs_diff(all.out, ref) <= kOutTol);
+}
+
+TEST_CASE("paged_decode: the portable path matches the reference", "[attention][paged_decode]") {
+  // Group 4 takes the direct (register) path, group 7 the fp32-scratch path.
+  for (const std::int32_t group : {4, 7}) {
+    Rng rng(21 + static_cast<std::uint64_t>(group));
+    const std::vector<std::int64_t> lens = {70, 1, 33};
+    const auto f = make_paged_kv<float8_e4m3>(rng, lens, 2, 8, 72);
+    const std::int32_t qo = 2 * group;
+    const auto row = static_cast<std::size_t>(qo * 72);
+    const auto q = test::random_floats(rng, 3 * row, -2.0f, 2.0f);
+    std::vector<float> out(3 * row), lse(3 * static_cast<std::size_t>(qo));
+    detail::PagedAttentionProblem<float8_e4m3> pb;
+    pb.q = q.data();
+    pb.q_per_seq = 1;
+    pb.kv = f.view();
+    pb.pages = f.table();
+    pb.num_qo_heads = qo;
+    pb.head_dim = 72;
+    pb.out = out.data();
+    pb.lse = lse.data();
+    pb.kv_split_tokens = 32;
+    detail::dispatch_paged_attention<detail::SimdPortable>(pb);
+    for (std::int32_t s = 0; s < 3; ++s) {
+      INFO("group " << group << " seq " << s);
+      const auto si = static_cast<std::size_t>(s);
+      std::vector<double> want_out, want_lse;
+      test::reference_for_sequence(f, s, std::span<const float>(q).subspan(si * row, row), 1, qo,
+                                   AttentionParams{}, want_out, want_lse);
+      CHECK(max_abs_diff(std::span<const float>(out).subspan(si * row, row), want_out) <= kOutTol);
+      CHECK(max_abs_diff(std::span<const float>(lse).subspan(si * static_cast<std::size_t>(qo),
+                                                             static_cast<std::size_t>(qo)),
+                         want_lse) <= kLseTol);
+    }
+  }
+}
+
+TEST_CASE("paged_decode: bad arguments throw before any output is written",
+          "[attention][paged_decode]") {
+  Rng rng(3);
+  auto f = make_paged_kv<float16>(rng, {20, 5}, 2, 16, 64);
+  const auto q = test::random_floats(rng, 2 * 8 * 64, -1.0f, 1.0f);
+  std::vector<float> out(2 * 8 * 64, 3.0f);
+  PagedDecodeArgs<float16> args;
+  args.q = q.data();
+  args.kv = f.view();
+  args.pages = f.table();
+  args.num_qo_heads = 8;
+  args.head_dim = 64;
+  args.out = out.data();
+  const auto expect_error = [&](PagedDecodeArgs<float16> bad, ErrorCode code) {
+    try {
+      paged_decode(cpu{}, bad);
+      FAIL("no Error thrown");
+    } catch (const Error& e) {
+      CHECK(e.code() == code);
+    }
+    CHECK(out == std::vector<float>(2 * 8 * 64, 3.0f));
+  };
+  SECTION("head_dim mismatch") {
+    auto bad = args;
+    bad.head_dim = 128;
+    expect_error(bad, ErrorCode::kInvalidArgument);
+  }
+  SECTION("qo heads not a multiple of kv heads") {
+    auto bad = args;
+    bad.num_qo_heads = 7;
+    expect_error(bad, ErrorCode::kInvalidArgument);
+  }
+  SECTION("page index out of range") {
+    auto idx = f.indices;
+    idx[1] = f.num_blocks;
+    auto bad = args;
+    bad.pages.indices = idx.data();
+    expect_error(bad, ErrorCode::kOutOfRange);
+  }
+  SECTION("last_page_len outside 1..block_size") {
+    std::vector<std::int32_t> last = {17, 5};
+    auto bad = args;
+    bad.pages.last_page_len = last.data();
+    expect_error(bad, ErrorCode::kOutOfRange);
+    last = {0, 5};
+    expect_error(bad, ErrorCode::kOutOfRange);
+  }
+  SECTION("null pointers") {
+    auto bad = args;
+    bad.q = nullptr;
+    expect_error(bad, ErrorCode::kInvalidArgument);
+    bad = args;
+    bad.kv.k = nullptr;
+    expect_error(bad, ErrorCode::kInvalidArgument);
+  }
+  SECTION("sequence shorter than its queries") {
+    auto bad = args;
+    bad.q_per_seq = 6;
+    expect_error(bad, ErrorCode::kInvalidArgument);
+  }
+  SECTION("bad params") {
+    auto bad = args;
+    bad.params.window_left = -2;
+    expect_error(bad, ErrorCode::kInvalidArgument);
+  }
+}
