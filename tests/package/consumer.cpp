@@ -8,6 +8,6 @@ int main() {
   const double kv_bytes = inferkit::kv_bytes_per_token(model, {inferkit::DType::kBFloat16});
   inferkit::BlockAllocator pool(/*num_blocks=*/1024, /*block_size=*/16);
   const auto blocks = pool.allocate(4);  // an empty span when the pool runs out: not an error
-  std::printf("KV per token: %.0f bytes; %zu blocks allocated, %d free\n", kv_bytes,
-              blocks.size(), pool.num_free_blocks());
+  std::printf("KV per token: %.0f bytes; %zu blocks allocated, %d free\n", kv_bytes, blocks.size(),
+              pool.num_free_blocks());
 }
