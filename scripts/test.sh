@@ -11,6 +11,9 @@ source scripts/common.sh
 start=$(date +%s)
 inferkit_install_missing
 
+# phase <title>: prints a phase header with the seconds spent so far.
+phase() { echo "== $1 (at $(($(date +%s) - start)) s)"; }
+
 passed=0
 failed=0
 skipped=0
@@ -37,28 +40,28 @@ run_ctest() {
   fi
 }
 
-echo "== clang-format"
+phase "clang-format"
 mapfile -t sources < <(git ls-files -co --exclude-standard -- include tests benchmarks examples |
   grep -E '\.(hpp|cpp|cuh|cu)$')
 clang-format --dry-run -Werror "${sources[@]}"
 
-echo "== dev preset: build (warnings are errors) and test"
+phase "dev preset: build (warnings are errors) and test"
 cmake --preset dev >/dev/null
 cmake --build --preset dev
 run_ctest dev
 
-echo "== asan preset: build and test under AddressSanitizer + UBSan"
+phase "asan preset: build and test under AddressSanitizer + UBSan"
 cmake --preset asan >/dev/null
 cmake --build --preset asan
 run_ctest asan
 
 if inferkit_find_nvcc; then
-  echo "== cuda preset: build every CUDA target ($(nvcc --version | tail -1))"
+  phase "cuda preset: build every CUDA target ($(nvcc --version | tail -1))"
   cmake --preset cuda >/dev/null
   cmake --build --preset cuda --target inferkit_cuda_all
   run_ctest cuda -L cuda
 else
-  echo "== cuda preset: skipped (no nvcc on this machine)"
+  phase "cuda preset: skipped (no nvcc on this machine)"
 fi
 
 echo "test.sh finished in $(($(date +%s) - start)) s"

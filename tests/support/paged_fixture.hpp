@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <inferkit/attention/attention_params.hpp>
-#include <inferkit/attention/cpu/detail/simd.hpp>
 #include <inferkit/attention/reference.hpp>
 #include <inferkit/core/bfloat16.hpp>
 #include <inferkit/core/float16.hpp>
@@ -46,6 +45,18 @@ std::string kv_type_name() {
   if constexpr (std::is_same_v<KV, float8_e5m2>) return "fp8_e5m2";
   if constexpr (std::is_same_v<KV, std::int8_t>) return "int8";
   return "?";
+}
+
+/// One stored element as the kernels read it (before scaling): to_float, or the int8 value.
+template <class KV>
+float stored_to_float(KV x) {
+  if constexpr (std::is_same_v<KV, float>) {
+    return x;
+  } else if constexpr (std::is_same_v<KV, std::int8_t>) {
+    return static_cast<float>(x);
+  } else {
+    return to_float(x);
+  }
 }
 
 /// A stored element holding NaN (int8 has none: its slot's scale is NaN instead).
@@ -102,8 +113,7 @@ struct PagedKVFixture {
     const auto slot = static_cast<std::int32_t>(pos % block_size);
     const std::int32_t block =
         indices[static_cast<std::size_t>(indptr[static_cast<std::size_t>(s)] + page)];
-    const float x =
-        detail::kv_to_float(data[static_cast<std::size_t>(vw.offset(block, h, slot) + d)]);
+    const float x = stored_to_float(data[static_cast<std::size_t>(vw.offset(block, h, slot) + d)]);
     if constexpr (kPerToken) {
       return x * scales[static_cast<std::size_t>(vw.token_scale_index(block, h, slot))];
     } else if constexpr (kPerBlock) {

@@ -34,6 +34,26 @@
 #  define INFERKIT_FORCEINLINE inline __attribute__((always_inline))
 #endif
 
+// INFERKIT_COMPILER_GCC: 1 for GNU g++ (not clang, which also defines __GNUC__).
+#if defined(__GNUC__) && !defined(__clang__)
+#  define INFERKIT_COMPILER_GCC 1
+#else
+#  define INFERKIT_COMPILER_GCC 0
+#endif
+
+// GCC 12's AVX-512 intrinsics self-initialize their "undefined" operands (__m512 __Y = __Y),
+// which -Wmaybe-uninitialized reports at every inlined use. SIMD headers wrap their bodies in
+// INFERKIT_SIMD_WARNINGS_BEGIN / _END to silence exactly that, for g++ only.
+#if INFERKIT_COMPILER_GCC
+#  define INFERKIT_SIMD_WARNINGS_BEGIN                                                         \
+    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"") \
+        _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")
+#  define INFERKIT_SIMD_WARNINGS_END _Pragma("GCC diagnostic pop")
+#else
+#  define INFERKIT_SIMD_WARNINGS_BEGIN
+#  define INFERKIT_SIMD_WARNINGS_END
+#endif
+
 // INFERKIT_HAS_OPENMP: 1 when the compiler runs with OpenMP enabled (-fopenmp).
 #if defined(_OPENMP)
 #  define INFERKIT_HAS_OPENMP 1

@@ -18,13 +18,8 @@
 #include <type_traits>
 #include <vector>
 
-// GCC 12's AVX-512 intrinsics self-initialize their "undefined" operands (__m512 __Y = __Y),
-// which -Wmaybe-uninitialized reports at every inlined use; silence it for this header only.
-#if defined(__GNUC__) && !defined(__clang__)
-#  pragma GCC diagnostic push
-#  pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#  pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+// Silences g++ 12's false uninitialized warnings from AVX-512 intrinsics (see config.hpp).
+INFERKIT_SIMD_WARNINGS_BEGIN
 
 namespace inferkit::detail {
 
@@ -311,6 +306,4 @@ void paged_prefill(cpu, const PagedPrefillArgs<KV>& args) {
 
 }  // namespace inferkit
 
-#if defined(__GNUC__) && !defined(__clang__)
-#  pragma GCC diagnostic pop
-#endif
+INFERKIT_SIMD_WARNINGS_END

@@ -17,13 +17,8 @@
 #include <type_traits>
 #include <vector>
 
-// GCC 12's AVX-512 intrinsics self-initialize their "undefined" operands (__m512 __Y = __Y),
-// which -Wmaybe-uninitialized reports at every inlined use; silence it for this header only.
-#if defined(__GNUC__) && !defined(__clang__)
-#  pragma GCC diagnostic push
-#  pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#  pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+// Silences g++ 12's false uninitialized warnings from AVX-512 intrinsics (see config.hpp).
+INFERKIT_SIMD_WARNINGS_BEGIN
 
 namespace inferkit::detail {
 
@@ -246,6 +241,15 @@ struct TileRows {
   void gather(const KvHeadSource<KV>& src, std::int64_t tok0, std::int32_t count) noexcept {
     std::int64_t page = tok0 / src.block_size;
     auto slot = static_cast<std::int32_t>(tok0 - page * src.block_size);
+    if (slot + count <= src.block_size && src.scale_mode == KvScaleMode::kNone) {
+      // The whole tile lies in one page: rows are token_stride apart.
+      const std::int64_t off = src.pages[page] * src.block_stride + slot * src.token_stride;
+      for (std::int32_t j = 0; j < count; ++j) {
+        k[j] = src.k + off + j * src.token_stride;
+        v[j] = src.v + off + j * src.token_stride;
+      }
+      return;
+    }
     for (std::int32_t j = 0; j < count; ++j) {
       const std::int32_t block = src.pages[page];
       const std::int64_t off = block * src.block_stride + slot * src.token_stride;
@@ -517,6 +521,4 @@ void attend_rows(const QueryRowBlock& rows, const KvHeadSource<KV>& src, std::in
 
 }  // namespace inferkit::detail
 
-#if defined(__GNUC__) && !defined(__clang__)
-#  pragma GCC diagnostic pop
-#endif
+INFERKIT_SIMD_WARNINGS_END
