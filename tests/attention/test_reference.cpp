@@ -12,6 +12,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <tests/support/error_code.hpp>
 #include <vector>
 
 using inferkit::AttentionParams;
@@ -20,6 +21,8 @@ using inferkit::Error;
 using inferkit::ErrorCode;
 using inferkit::reference_attention;
 using inferkit::Rng;
+
+using inferkit::test::code_of;
 
 namespace {
 
@@ -105,18 +108,6 @@ void require_close(const std::vector<double>& a, const std::vector<double>& b, d
       REQUIRE(std::abs(a[i] - b[i]) <= tol * (1.0 + std::abs(b[i])));
     }
   }
-}
-
-template <class Fn>
-ErrorCode code_of(Fn&& fn, std::string* message = nullptr) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    if (message) *message = e.what();
-    return e.code();
-  }
-  FAIL("expected inferkit::Error");
-  return ErrorCode::kCuda;
 }
 
 }  // namespace

@@ -14,12 +14,15 @@
 #include <inferkit/kv/kv_cache.hpp>
 #include <span>
 #include <string>
+#include <tests/support/error_code.hpp>
 #include <vector>
 
 using inferkit::Error;
 using inferkit::ErrorCode;
 using inferkit::KVCache;
 using inferkit::Rng;
+
+using inferkit::test::code_of;
 
 namespace {
 
@@ -36,18 +39,6 @@ std::vector<T> random_values(Rng& rng, std::int64_t n) {
   std::vector<T> x(sz(n));
   for (auto& e : x) e = static_cast<T>(rng.uniform_double() * 2.0 - 1.0);
   return x;
-}
-
-template <class Fn>
-ErrorCode code_of(Fn&& fn, std::string* message = nullptr) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    if (message) *message = e.what();
-    return e.code();
-  }
-  FAIL("expected inferkit::Error");
-  return ErrorCode::kCuda;
 }
 
 // Brute-force model of the cache: per layer, the token-major K and V appended so far.

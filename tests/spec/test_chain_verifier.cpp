@@ -14,6 +14,7 @@
 #include <inferkit/spec/goodness_of_fit.hpp>
 #include <inferkit/spec/sampling.hpp>
 #include <numeric>
+#include <tests/support/probability_rows.hpp>
 #include <vector>
 #if INFERKIT_HAS_OPENMP
 #  include <omp.h>
@@ -34,14 +35,7 @@ constexpr int kTrials = 100000;
 constexpr double kCriticalP = 1e-6;
 
 using Row = std::vector<float>;
-
-Row random_row(std::size_t vocab, Rng& rng, float sharpness = 3.0f) {
-  Row row(vocab);
-  for (float& x : row) x = std::exp(sharpness * rng.uniform());
-  const float sum = static_cast<float>(std::accumulate(row.begin(), row.end(), 0.0));
-  for (float& x : row) x /= sum;
-  return row;
-}
+using inferkit::test::random_row;
 
 Row one_hot(std::size_t vocab, std::size_t token) {
   Row row(vocab, 0.0f);

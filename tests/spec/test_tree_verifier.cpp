@@ -15,6 +15,7 @@
 #include <inferkit/spec/token_tree.hpp>
 #include <inferkit/spec/tree_verifier.hpp>
 #include <numeric>
+#include <tests/support/probability_rows.hpp>
 #include <vector>
 #if INFERKIT_HAS_OPENMP
 #  include <omp.h>
@@ -38,14 +39,7 @@ constexpr int kTrials = 100000;
 constexpr double kCriticalP = 1e-6;
 
 using Row = std::vector<float>;
-
-Row random_row(std::size_t vocab, Rng& rng, float sharpness = 3.0f) {
-  Row row(vocab);
-  for (float& x : row) x = std::exp(sharpness * rng.uniform());
-  const float sum = std::accumulate(row.begin(), row.end(), 0.0f);
-  for (float& x : row) x /= sum;
-  return row;
-}
+using inferkit::test::random_row;
 
 Row supported_on(std::size_t vocab, std::size_t begin, std::size_t end, Rng& rng) {
   Row row(vocab, 0.0f);
