@@ -58,3 +58,37 @@ TEST_CASE("PageTableView: page counts and lengths follow indptr and last_page_le
   static_assert(std::is_trivially_copyable_v<PageTableView>);
   static_assert(std::is_trivially_copyable_v<PagedKVView<float>>);
 }
+
+TEST_CASE("PagedKVView: a writable view converts to a read-only view with every field kept",
+          "[kv][paged_kv_view]") {
+  std::uint8_t k[4] = {};
+  std::uint8_t v[4] = {};
+  const float scales[6] = {};
+  PagedKVView<std::uint8_t> view;
+  view.k = k;
+  view.v = v;
+  view.k_scale = scales;
+  view.v_scale = scales + 1;
+  view.k_zero = scales + 2;
+  view.v_zero = scales + 3;
+  view.num_blocks = 7;
+  view.num_kv_heads = 3;
+  view.block_size = 16;
+  view.head_dim = 64;
+  view.packed_int4 = true;
+  const PagedKVView<const std::uint8_t> ro = view;
+  CHECK(ro.k == k);
+  CHECK(ro.v == v);
+  CHECK(ro.k_scale == scales);
+  CHECK(ro.v_scale == scales + 1);
+  CHECK(ro.k_zero == scales + 2);
+  CHECK(ro.v_zero == scales + 3);
+  CHECK(ro.num_blocks == 7);
+  CHECK(ro.num_kv_heads == 3);
+  CHECK(ro.block_size == 16);
+  CHECK(ro.head_dim == 64);
+  CHECK(ro.packed_int4);
+  CHECK(ro.block_stride() == view.block_stride());
+  static_assert(std::is_convertible_v<PagedKVView<float>, PagedKVView<const float>>);
+  static_assert(!std::is_convertible_v<PagedKVView<const float>, PagedKVView<float>>);
+}

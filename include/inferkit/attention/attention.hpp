@@ -24,24 +24,6 @@ namespace inferkit {
 /// any thread count and whatever else is in the batch.
 inline constexpr std::int32_t kDefaultKvSplitTokens = 2048;
 
-/// A read-only copy of a paged KV view (the kernels take `PagedKVView<const KV>`).
-template <class T>
-PagedKVView<const T> as_const_view(const PagedKVView<T>& view) noexcept {
-  PagedKVView<const T> out;
-  out.k = view.k;
-  out.v = view.v;
-  out.k_scale = view.k_scale;
-  out.v_scale = view.v_scale;
-  out.k_zero = view.k_zero;
-  out.v_zero = view.v_zero;
-  out.num_blocks = view.num_blocks;
-  out.num_kv_heads = view.num_kv_heads;
-  out.block_size = view.block_size;
-  out.head_dim = view.head_dim;
-  out.packed_int4 = view.packed_int4;
-  return out;
-}
-
 /// Decode: every sequence contributes `q_per_seq` query tokens (1, or a few for speculative
 /// verification), the last `q_per_seq` tokens of the sequence, already appended to its pages.
 /// Query t of sequence s sits at position seq_len(s) - q_per_seq + t. Query head h reads KV

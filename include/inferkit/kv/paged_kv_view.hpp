@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <inferkit/core/config.hpp>
+#include <type_traits>
 
 namespace inferkit {
 
@@ -34,6 +35,14 @@ struct PagedKVView {
   std::int32_t block_size = 0;  ///< tokens per block (page)
   std::int32_t head_dim = 0;    ///< logical elements per token and head
   bool packed_int4 = false;     ///< T = std::uint8_t holding two 4-bit values per byte
+
+  /// A writable view converts to a read-only one (kernels take `PagedKVView<const T>`), as
+  /// `std::span<T>` converts to `std::span<const T>`.
+  INFERKIT_HOST_DEVICE constexpr operator PagedKVView<const T>() const noexcept
+      requires(!std::is_const_v<T>) {
+    return {k,          v,        k_scale,    v_scale, k_zero, v_zero, num_blocks, num_kv_heads,
+            block_size, head_dim, packed_int4};
+  }
 
   /// Storage elements of `T` per token and head (head_dim, or head_dim / 2 for packed int4).
   INFERKIT_HOST_DEVICE constexpr std::int64_t token_stride() const noexcept {
