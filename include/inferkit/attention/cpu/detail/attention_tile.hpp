@@ -72,6 +72,7 @@ inline constexpr std::int32_t kMaxDirectRows = 8;
 /// Per-thread scratch, sized for `rows` rows of `padded_dim` floats; reused across work items.
 struct AttentionScratch {
   std::vector<float> q, o, p, acc, k_tile, v_tile, row_max, row_sum, alpha;
+  bool rescale = false;  ///< some row's alpha != 1 in the current tile (o must be scaled)
 
   void reserve(std::int32_t rows, std::int32_t padded_dim) {
     const auto r = static_cast<std::size_t>(rows);
@@ -80,7 +81,7 @@ struct AttentionScratch {
     o.resize(r * d);
     p.resize(r * kSimdLanes);
     row_max.resize(r);
-    row_sum.resize(r);
+    row_sum.resize(r * kSimdLanes);  // lane-partial sums: reduced once, at the end
     alpha.resize(r);
     // Direct path: lane-partial dot products of up to kMaxDirectRows rows.
     acc.resize(static_cast<std::size_t>(std::min(rows, kMaxDirectRows)) * kSimdLanes * kSimdLanes);
@@ -90,8 +91,9 @@ struct AttentionScratch {
   }
 };
 
-/// Prefetches one cache line into L1. An asm statement on x86: GCC's dead-code elimination
-/// deletes loops whose only statements are __builtin_prefetch (observed with g++ 12 -O2).
+/// Prefetches one cache line into L1 (t0) or L2 (t1). An asm statement on x86: GCC's dead-code
+/// elimination deletes loops whose only statements are __builtin_prefetch (observed with g++ 12
+/// -O2).
 INFERKIT_FORCEINLINE void prefetch_line(const char* p) noexcept {
 #if INFERKIT_HAS_AVX512 || INFERKIT_HAS_AVX2
   __asm__ volatile("prefetcht0 %0" : : "m"(*p));
@@ -99,9 +101,17 @@ INFERKIT_FORCEINLINE void prefetch_line(const char* p) noexcept {
   __builtin_prefetch(p, 0, 3);
 #endif
 }
+INFERKIT_FORCEINLINE void prefetch_line_l2(const char* p) noexcept {
+#if INFERKIT_HAS_AVX512 || INFERKIT_HAS_AVX2
+  __asm__ volatile("prefetcht1 %0" : : "m"(*p));
+#else
+  __builtin_prefetch(p, 0, 2);
+#endif
+}
 
 /// Prefetches the K and V rows of tokens [begin, end) of `src` (page by page, so the page table
-/// is followed ahead of the hardware prefetcher).
+/// is followed ahead of the hardware prefetcher). All at once: for the start of a range and for
+/// the prefill path, whose compute per tile hides a burst.
 template <class KV>
 inline void prefetch_tokens(const KvHeadSource<KV>& src, std::int64_t begin, std::int64_t end,
                             std::int32_t head_dim) noexcept {
@@ -123,6 +133,64 @@ inline void prefetch_tokens(const KvHeadSource<KV>& src, std::int64_t begin, std
     }
   }
 }
+
+/// Prefetches the K and V rows of one future tile (16 tokens) a few cache lines at a time,
+/// interleaved with the current tile's arithmetic. Why not all at once: one tile is 128 lines
+/// (fp16, head_dim 128) and the core has only ~16 L1 miss buffers, so a burst stalls the
+/// kernel's own loads for about a DRAM latency per 16 lines; spread out, the requests overlap
+/// the compute. Measured on 2 cores, shuffled 4 KiB page-heads: burst 0.5-0.6 of the streaming
+/// read, spread 0.9. Lines go to L2, where the demand loads find them a tile later.
+template <class KV>
+struct SpreadPrefetcher {
+  static constexpr std::int64_t kLine = 64;
+  static constexpr int kMaxSpans = 2 * kSimdLanes;  ///< a K and a V span per page touched
+  const char* first[kMaxSpans] = {};   ///< first line of each contiguous span: K spans, then V
+  std::int64_t bytes[kMaxSpans] = {};  ///< span length from its first line, in bytes
+  std::int32_t num_spans = 0;
+  std::int32_t span = 0;
+  std::int64_t offset = 0;
+  std::int64_t lines = 0;  ///< K plus V lines of the target tile
+
+  /// Targets tokens [begin, min(begin + 16, end)) of `src`; nothing when begin >= end.
+  void start(const KvHeadSource<KV>& src, std::int64_t begin, std::int64_t end,
+             std::int64_t row_bytes) noexcept {
+    num_spans = span = 0;
+    offset = lines = 0;
+    end = std::min<std::int64_t>(end, begin + kSimdLanes);
+    for (const KV* base : {src.k, src.v}) {
+      for (std::int64_t tok = begin; tok < end;) {
+        const std::int64_t page = tok / src.block_size;
+        const std::int64_t slot = tok - page * src.block_size;
+        const std::int64_t n = std::min(end - tok, src.block_size - slot);
+        const auto* p = reinterpret_cast<const char*>(base + src.pages[page] * src.block_stride +
+                                                      slot * src.token_stride);
+        const auto misalign =
+            static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(p) % kLine);
+        first[num_spans] = p - misalign;
+        bytes[num_spans] = n * row_bytes + misalign;
+        lines += (bytes[num_spans] + kLine - 1) / kLine;
+        ++num_spans;
+        tok += n;
+      }
+    }
+  }
+
+  /// Issues the next `n` lines (K's first: QK reads them first).
+  INFERKIT_FORCEINLINE void issue(std::int64_t n) noexcept { walk(n, prefetch_line_l2); }
+
+  /// Calls on_line(line) for the next `n` lines (issue's walk; tests record it).
+  template <class OnLine>
+  INFERKIT_FORCEINLINE void walk(std::int64_t n, OnLine&& on_line) noexcept {
+    for (; n > 0 && span < num_spans; --n) {
+      on_line(first[span] + offset);
+      offset += kLine;
+      if (offset >= bytes[span]) {
+        ++span;
+        offset = 0;
+      }
+    }
+  }
+};
 
 /// Converts tokens [tok0, tok0 + count) (count <= 16) of `src` to fp32 rows of `padded_dim`
 /// floats in k_tile / v_tile, applying quantization scales. Only valid tokens are read.
@@ -194,9 +262,9 @@ inline void pv_block(AttentionScratch& s, std::int32_t r0, std::int32_t c0, std:
                      std::int32_t padded_dim) noexcept {
   using V = typename Simd::V;
   V acc[kRows][kChunks];
-  for (int r = 0; r < kRows; ++r) {
+  INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
     const V a = Simd::set1(s.alpha[static_cast<std::size_t>(r0 + r)]);
-    for (int c = 0; c < kChunks; ++c) {
+    INFERKIT_UNROLL for (int c = 0; c < kChunks; ++c) {
       acc[r][c] = Simd::mul(
           Simd::load(&s.o[static_cast<std::size_t>(r0 + r) * padded_dim + (c0 + c) * kSimdLanes]),
           a);
@@ -204,17 +272,17 @@ inline void pv_block(AttentionScratch& s, std::int32_t r0, std::int32_t c0, std:
   }
   for (std::int32_t j = 0; j < count; ++j) {
     V v[kChunks];
-    for (int c = 0; c < kChunks; ++c) {
+    INFERKIT_UNROLL for (int c = 0; c < kChunks; ++c) {
       v[c] =
           Simd::load(&s.v_tile[static_cast<std::size_t>(j) * padded_dim + (c0 + c) * kSimdLanes]);
     }
-    for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
       const V p = Simd::set1(s.p[static_cast<std::size_t>(r0 + r) * kSimdLanes + j]);
-      for (int c = 0; c < kChunks; ++c) acc[r][c] = Simd::fma(p, v[c], acc[r][c]);
+      INFERKIT_UNROLL for (int c = 0; c < kChunks; ++c) acc[r][c] = Simd::fma(p, v[c], acc[r][c]);
     }
   }
-  for (int r = 0; r < kRows; ++r) {
-    for (int c = 0; c < kChunks; ++c) {
+  INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL for (int c = 0; c < kChunks; ++c) {
       Simd::store(&s.o[static_cast<std::size_t>(r0 + r) * padded_dim + (c0 + c) * kSimdLanes],
                   acc[r][c]);
     }
@@ -288,60 +356,67 @@ INFERKIT_FORCEINLINE typename Simd::V load_chunk(const KV* p, std::int32_t n) no
 /// [kRows][16 tokens][16 lanes]) for a later 16-way horizontal reduction.
 template <class Simd, int kHeadDim, int kRows, int kTok, class KV>
 INFERKIT_FORCEINLINE void qk_direct(const float* q, std::int32_t padded, std::int32_t dim,
-                                    const TileRows<KV>& tr, std::int32_t j0,
-                                    float* acc_out) noexcept {
+                                    const TileRows<KV>& tr, std::int32_t j0, float* acc_out,
+                                    SpreadPrefetcher<KV>& pf, std::int64_t pf_lines) noexcept {
   using V = typename Simd::V;
   const std::int32_t chunks = padded / kSimdLanes;
   V acc[kRows][kTok];
-  for (auto& row : acc) {
-    for (auto& a : row) a = Simd::zero();
+  INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) acc[r][t] = Simd::zero();
   }
   for (std::int32_t c = 0; c < chunks; ++c) {
+    pf.issue(pf_lines);
     const std::int32_t n = dim - c * kSimdLanes;
     V k[kTok];
-    for (int t = 0; t < kTok; ++t) {
+    INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) {
       k[t] = load_chunk<Simd, kHeadDim>(tr.k[j0 + t] + c * kSimdLanes, n);
     }
-    for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
       const V qv = Simd::load(q + static_cast<std::ptrdiff_t>(r) * padded + c * kSimdLanes);
-      for (int t = 0; t < kTok; ++t) acc[r][t] = Simd::fma(qv, k[t], acc[r][t]);
+      INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) acc[r][t] = Simd::fma(qv, k[t], acc[r][t]);
     }
   }
-  for (int r = 0; r < kRows; ++r) {
-    for (int t = 0; t < kTok; ++t) {
+  INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) {
       Simd::store(acc_out + (r * kSimdLanes + j0 + t) * kSimdLanes, acc[r][t]);
     }
   }
 }
 
 /// Direct PV for kRows rows and chunks [c0, c0 + kCh): o = o * alpha + sum_j p_j v_j, reading
-/// and converting each V row chunk once for all rows.
+/// and converting each V row chunk once for all rows. Issues `pf_lines` lines of the spread
+/// prefetch per token.
 template <class Simd, int kHeadDim, int kRows, int kCh, class KV>
 INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, std::int32_t dim,
-                                    const TileRows<KV>& tr, std::int32_t c0,
-                                    std::int32_t count) noexcept {
+                                    const TileRows<KV>& tr, std::int32_t c0, std::int32_t count,
+                                    SpreadPrefetcher<KV>& pf, std::int64_t pf_lines) noexcept {
   using V = typename Simd::V;
   V acc[kRows][kCh];
-  for (int r = 0; r < kRows; ++r) {
-    const V a = Simd::set1(s.alpha[static_cast<std::size_t>(r)]);
-    for (int c = 0; c < kCh; ++c) {
-      acc[r][c] = Simd::mul(
-          Simd::load(&s.o[static_cast<std::size_t>(r * padded + (c0 + c) * kSimdLanes)]), a);
+  INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
+      acc[r][c] = Simd::load(&s.o[static_cast<std::size_t>(r * padded + (c0 + c) * kSimdLanes)]);
+    }
+  }
+  if (s.rescale) {  // rare once the running max settles
+    INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+      const V a = Simd::set1(s.alpha[static_cast<std::size_t>(r)]);
+      INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) acc[r][c] = Simd::mul(acc[r][c], a);
     }
   }
   for (std::int32_t j = 0; j < count; ++j) {
+    pf.issue(pf_lines);
     V v[kCh];
-    for (int c = 0; c < kCh; ++c) {
+    INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
       v[c] =
           load_chunk<Simd, kHeadDim>(tr.v[j] + (c0 + c) * kSimdLanes, dim - (c0 + c) * kSimdLanes);
     }
-    for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
       const V p = Simd::set1(s.p[static_cast<std::size_t>(r * kSimdLanes + j)]);
-      for (int c = 0; c < kCh; ++c) acc[r][c] = Simd::fma(p, v[c], acc[r][c]);
+      INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) acc[r][c] = Simd::fma(p, v[c], acc[r][c]);
     }
   }
-  for (int r = 0; r < kRows; ++r) {
-    for (int c = 0; c < kCh; ++c) {
+  INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
       Simd::store(&s.o[static_cast<std::size_t>(r * padded + (c0 + c) * kSimdLanes)], acc[r][c]);
     }
   }
@@ -371,9 +446,12 @@ INFERKIT_FORCEINLINE void softmax_update(AttentionScratch& s, std::int32_t r,
   const float m_new = std::max(m_old, Simd::reduce_max(scores));
   const float alpha = m_old == m_new ? 1.0f : (m_old == kNegInf ? 0.0f : std::exp(m_old - m_new));
   typename Simd::V pv = Simd::exp_shifted(scores, m_new, keep);
-  s.row_sum[ri] = s.row_sum[ri] * alpha + Simd::reduce_add(pv);
+  float* sum = &s.row_sum[ri * kSimdLanes];
+  Simd::store(sum, alpha == 1.0f ? Simd::add(Simd::load(sum), pv)
+                                 : Simd::fma(Simd::load(sum), Simd::set1(alpha), pv));
   s.row_max[ri] = m_new;
   s.alpha[ri] = alpha;
+  if (alpha != 1.0f) s.rescale = true;
   if (v_scale != nullptr) pv = Simd::mul(pv, Simd::load(v_scale));
   Simd::store(p, pv);
 }
@@ -408,7 +486,7 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
     for (std::int32_t d = dim; d < padded; ++d) qs[d] = 0.0f;
     std::fill_n(&s.o[idx(r) * idx(padded)], padded, 0.0f);
     s.row_max[idx(r)] = kNegInf;
-    s.row_sum[idx(r)] = 0.0f;
+    std::fill_n(&s.row_sum[idx(r) * kSimdLanes], kSimdLanes, 0.0f);
   }
   if (prefetch_tokens_ahead > 0) {
     prefetch_tokens(src, kv_begin, std::min<std::int64_t>(kv_begin + prefetch_tokens_ahead, kv_end),
@@ -416,28 +494,39 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
   }
 
   TileRows<KV> tr;
+  SpreadPrefetcher<KV> pf;
+  const std::int64_t row_bytes = static_cast<std::int64_t>(sizeof(KV)) * dim;
   for (std::int64_t tok0 = kv_begin; tok0 < kv_end; tok0 += kSimdLanes) {
     const auto count = static_cast<std::int32_t>(std::min<std::int64_t>(kSimdLanes, kv_end - tok0));
-    if (prefetch_tokens_ahead > 0) {
-      const std::int64_t pf = tok0 + prefetch_tokens_ahead;
-      if (pf < kv_end)
-        prefetch_tokens(src, pf, std::min<std::int64_t>(pf + kSimdLanes, kv_end), dim);
-    }
     if constexpr (kRows > 0) {
+      // Register tiles: kRows x kTok QK accumulators plus kTok converted K chunks, and kRows x
+      // kCh PV accumulators plus kCh V chunks, within the 32 vector registers.
+      constexpr int kCh = kRows <= 4 ? 4 : 2;
+      // The tile prefetch_tokens_ahead tokens ahead, spread over this tile's PV loop.
+      constexpr int kTok = kRows <= 2 ? 8 : 16 / kRows;
+      // Steps of the QK and PV loops, each of which issues pf_lines lines of the prefetch.
+      const std::int32_t steps =
+          (count / kTok + count % kTok) * chunks + (chunks / kCh + chunks % kCh) * count;
+      if (prefetch_tokens_ahead > 0) pf.start(src, tok0 + prefetch_tokens_ahead, kv_end, row_bytes);
+      const std::int64_t pf_lines = (pf.lines + steps - 1) / steps;
       tr.gather(src, tok0, count);
-      constexpr int kTok = kRows <= 2 ? 4 : 2;
       std::int32_t j = 0;
       for (; j + kTok <= count; j += kTok) {
-        qk_direct<Simd, kHeadDim, kRows, kTok>(s.q.data(), padded, dim, tr, j, s.acc.data());
+        qk_direct<Simd, kHeadDim, kRows, kTok>(s.q.data(), padded, dim, tr, j, s.acc.data(), pf,
+                                               pf_lines);
       }
       for (; j < count; ++j) {
-        qk_direct<Simd, kHeadDim, kRows, 1>(s.q.data(), padded, dim, tr, j, s.acc.data());
+        qk_direct<Simd, kHeadDim, kRows, 1>(s.q.data(), padded, dim, tr, j, s.acc.data(), pf,
+                                            pf_lines);
       }
+      s.rescale = false;
       for (std::int32_t r = 0; r < num_rows; ++r) {
         float* acc = &s.acc[idx(r) * kSimdLanes * kSimdLanes];
         std::fill(acc + count * kSimdLanes, acc + kSimdLanes * kSimdLanes, 0.0f);
         V parts[kSimdLanes];
-        for (int t = 0; t < kSimdLanes; ++t) parts[t] = Simd::load(acc + t * kSimdLanes);
+        INFERKIT_UNROLL for (int t = 0; t < kSimdLanes; ++t) {
+          parts[t] = Simd::load(acc + t * kSimdLanes);
+        }
         V scores = Simd::reduce16(parts);
         if (scaled) scores = Simd::mul(scores, Simd::load(tr.k_scale));
         const std::int32_t t = r / rows.group;
@@ -447,21 +536,30 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
                              visible_lanes(params, rows.first_position + t, tok0, count, mask_row),
                              cap, scaled ? tr.v_scale : nullptr);
       }
-      constexpr int kCh = kRows <= 2 ? 4 : 2;
       std::int32_t c = 0;
-      for (; c + kCh <= chunks; c += kCh)
-        pv_direct<Simd, kHeadDim, kRows, kCh>(s, padded, dim, tr, c, count);
-      for (; c < chunks; ++c) pv_direct<Simd, kHeadDim, kRows, 1>(s, padded, dim, tr, c, count);
+      for (; c + kCh <= chunks; c += kCh) {
+        pv_direct<Simd, kHeadDim, kRows, kCh>(s, padded, dim, tr, c, count, pf, pf_lines);
+      }
+      for (; c < chunks; ++c) {
+        pv_direct<Simd, kHeadDim, kRows, 1>(s, padded, dim, tr, c, count, pf, pf_lines);
+      }
+      pf.issue(pf.lines);  // whatever the quota left (it rounds up, so normally nothing)
     } else {
+      if (prefetch_tokens_ahead > 0) {
+        const std::int64_t pf_tok = tok0 + prefetch_tokens_ahead;
+        if (pf_tok < kv_end) {
+          prefetch_tokens(src, pf_tok, std::min<std::int64_t>(pf_tok + kSimdLanes, kv_end), dim);
+        }
+      }
       load_kv_tile<Simd, kHeadDim>(src, tok0, count, dim, padded, s.k_tile.data(), s.v_tile.data());
       for (std::int32_t r = 0; r < num_rows; ++r) {
         // S[j] = q_r . k_j for the 16 tokens: 16 accumulators, one horizontal reduction.
         V acc[kSimdLanes];
-        for (auto& a : acc) a = Simd::zero();
+        INFERKIT_UNROLL for (auto& a : acc) a = Simd::zero();
         const float* qs = &s.q[idx(r) * idx(padded)];
         for (std::int32_t c = 0; c < chunks; ++c) {
           const V qv = Simd::load(qs + c * kSimdLanes);
-          for (int j = 0; j < kSimdLanes; ++j) {
+          INFERKIT_UNROLL for (int j = 0; j < kSimdLanes; ++j) {
             acc[j] = Simd::fma(
                 qv, Simd::load(&s.k_tile[idx(j) * idx(padded) + idx(c) * kSimdLanes]), acc[j]);
           }
@@ -483,7 +581,7 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
     const std::int32_t t = r / rows.group;
     const std::int32_t g = r % rows.group;
     float* out = rows.out + t * rows.out_token_stride + g * dim;
-    const float sum = s.row_sum[idx(r)];
+    const float sum = Simd::reduce_add(Simd::load(&s.row_sum[idx(r) * kSimdLanes]));
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
     const float* o = &s.o[idx(r) * idx(padded)];
     for (std::int32_t d = 0; d < dim; ++d) out[d] = o[d] * inv;

@@ -74,6 +74,10 @@ struct SimdPortable {
     for (int i = 0; i < kSimdLanes; ++i) a.x[i] *= b.x[i];
     return a;
   }
+  static V add(V a, V b) noexcept {
+    for (int i = 0; i < kSimdLanes; ++i) a.x[i] += b.x[i];
+    return a;
+  }
   static float reduce_max(V a) noexcept {
     float m = a.x[0];
     for (int i = 1; i < kSimdLanes; ++i) m = std::max(m, a.x[i]);
@@ -124,6 +128,7 @@ struct SimdAvx512 {
   static void store(float* p, V a) noexcept { _mm512_storeu_ps(p, a); }
   static V fma(V a, V b, V c) noexcept { return _mm512_fmadd_ps(a, b, c); }
   static V mul(V a, V b) noexcept { return _mm512_mul_ps(a, b); }
+  static V add(V a, V b) noexcept { return _mm512_add_ps(a, b); }
   static float reduce_max(V a) noexcept { return _mm512_reduce_max_ps(a); }
   static float reduce_add(V a) noexcept { return _mm512_reduce_add_ps(a); }
   static V keep_or(V a, std::uint32_t keep, float fill) noexcept {
@@ -155,19 +160,20 @@ struct SimdAvx512 {
   /// Lane j = horizontal sum of acc[j]: a 4-level shuffle/add tree (46 ops for 16 sums).
   static V reduce16(const V* acc) noexcept {
     V t[8];
-    for (int k = 0; k < 8; ++k) {  // 128-bit lanes [a0+a2, a1+a3, b0+b2, b1+b3]
+    INFERKIT_UNROLL for (int k = 0; k < 8; ++k) {  // 128-bit lanes [a0+a2, a1+a3, b0+b2, b1+b3]
       const V a = acc[2 * k];
       const V b = acc[2 * k + 1];
       t[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
     }
     V u[4];
-    for (int k = 0; k < 4; ++k) {  // 128-bit lane i holds 4 partials of token 4k + i
+    INFERKIT_UNROLL for (int k = 0; k < 4;
+                         ++k) {  // 128-bit lane i holds 4 partials of token 4k + i
       const V a = t[2 * k];
       const V b = t[2 * k + 1];
       u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
     }
     V x[2];
-    for (int k = 0; k < 2; ++k) {
+    INFERKIT_UNROLL for (int k = 0; k < 2; ++k) {
       const V a = u[2 * k];
       const V b = u[2 * k + 1];
       x[k] = _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x44), _mm512_shuffle_ps(a, b, 0xEE));
