@@ -502,9 +502,9 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
       // Register tiles: kRows x kTok QK accumulators plus kTok converted K chunks, and kRows x
       // kCh PV accumulators plus kCh V chunks, within the 32 vector registers.
       constexpr int kCh = kRows <= 4 ? 4 : 2;
-      // The tile prefetch_tokens_ahead tokens ahead, spread over this tile's PV loop.
       constexpr int kTok = kRows <= 2 ? 8 : 16 / kRows;
-      // Steps of the QK and PV loops, each of which issues pf_lines lines of the prefetch.
+      // The tile prefetch_tokens_ahead tokens ahead is prefetched over this tile's QK and PV
+      // loops: each of their `steps` iterations issues pf_lines of its lines.
       const std::int32_t steps =
           (count / kTok + count % kTok) * chunks + (chunks / kCh + chunks % kCh) * count;
       if (prefetch_tokens_ahead > 0) pf.start(src, tok0 + prefetch_tokens_ahead, kv_end, row_bytes);

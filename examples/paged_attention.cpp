@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: Apache-2.0
+// paged_attention: one decode step of one Llama-3-8B attention layer (32 query heads, 8 KV heads,
+// head_dim 128, fp16 KV in 16-token pages) over a batch whose pages are scattered, on the CPU:
+// paged_decode checked against the double-precision reference, GQA's KV bytes, speed against a
+// streaming read, split-KV + merge_states, and NaN in unwritten slots that never reach the output.
+//
+//   paged_attention [--batch 8] [--context 4096] [--seed 1] [--runs 10] [--json]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <examples/support/cli.hpp>
+#include <inferkit/attention/attention.hpp>
+#include <inferkit/attention/attention_params.hpp>
+#include <inferkit/attention/merge_states.hpp>
+#include <inferkit/attention/reference.hpp>
+#include <inferkit/core/backend.hpp>
+#include <inferkit/core/config.hpp>
+#include <inferkit/core/error.hpp>
+#include <inferkit/core/float16.hpp>
+#include <inferkit/core/rng.hpp>
+#include <inferkit/kv/block_allocator.hpp>
+#include <inferkit/kv/block_table.hpp>
+#include <inferkit/kv/paged_kv_cache.hpp>
+#include <inferkit/kv/paged_kv_view.hpp>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#if INFERKIT_HAS_OPENMP
+#  include <omp.h>
+#endif
+
+namespace {
+
+using inferkit::float16;
+using inferkit::examples::require;
+
+// One Llama-3-8B attention layer, as vLLM pages it.
+constexpr std::int32_t kQoHeads = 32;
+constexpr std::int32_t kKvHeads = 8;
+constexpr std::int32_t kGroup = kQoHeads / kKvHeads;  // query heads per KV head (GQA)
+constexpr std::int32_t kHeadDim = 128;
+constexpr std::int32_t kBlockSize = 16;  // tokens per page
+constexpr std::int64_t kKvBytesPerToken = std::int64_t{kKvHeads} * kHeadDim * 2 * 2;  // fp16 K+V
+constexpr std::int64_t kMaxTokens = 131072;  // batch x context: 512 MiB of K/V
+constexpr double kTolerance = 1e-4;
+constexpr std::int64_t kStreamBytes = std::int64_t{256} << 20;
+constexpr std::size_t kRowElems = std::size_t{kQoHeads} * kHeadDim;  // q or out of one sequence
+
+struct Flags {
+  long long batch = 8;
+  long long context = 4096;  // tokens per sequence
+  long long seed = 1;
+  long long runs = 10;
+  bool json = false;
+};
+
+void print_usage() {
+  std::printf(
+      "usage: paged_attention [--batch N] [--context TOKENS] [--seed S] [--runs N] [--json]\n"
+      "  --batch    sequences decoded together, 1..256 (default 8)\n"
+      "  --context  tokens per sequence, 1..65536 (default 4096); batch x context <= 131072\n"
+      "  --seed     seed of the random K/V/q and of the page shuffle (default 1)\n"
+      "  --runs     timed runs of each measurement, median reported, 1..1000 (default 10)\n"
+      "  --json     print one JSON object\n");
+}
+
+Flags parse_flags(int argc, char** argv) {
+  Flags f;
+  inferkit::examples::ArgParser args(argc, argv);
+  while (args.next()) {
+    const std::string& flag = args.flag();
+    if (flag == "--batch") {
+      f.batch = args.integer();
+    } else if (flag == "--context") {
+      f.context = args.integer();
+    } else if (flag == "--seed") {
+      f.seed = args.integer();
+    } else if (flag == "--runs") {
+      f.runs = args.integer();
+    } else if (flag == "--json") {
+      f.json = true;
+    } else if (args.help()) {
+      print_usage();
+      std::exit(0);
+    } else {
+      args.unknown_flag();
+    }
+  }
+  require(f.batch >= 1 && f.batch <= 256, "--batch", f.batch, "in [1, 256]");
+  require(f.context >= 1 && f.context <= 65536, "--context", f.context, "in [1, 65536]");
+  require(f.seed >= 0, "--seed", f.seed, ">= 0");
+  require(f.runs >= 1 && f.runs <= 1000, "--runs", f.runs, "in [1, 1000]");
+  require(f.batch * f.context <= kMaxTokens, "--batch x --context", f.batch * f.context,
+          "<= 131072 tokens (512 MiB of fp16 K/V)");
+  return f;
+}
+
+std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
+
+// ---- the batch: allocator, page tables and one layer's paged K/V ----
+
+struct Batch {
+  inferkit::BlockAllocator allocator;
+  inferkit::PagedKVCache<float16> cache;
+  std::vector<inferkit::BlockTable> tables;
+  inferkit::PageTableBuffers pages;  // CSR page tables of `tables`, what kernels read
+
+  void export_pages() {
+    std::vector<const inferkit::BlockTable*> list;
+    for (const inferkit::BlockTable& t : tables) list.push_back(&t);
+    inferkit::build_page_table(list, pages);
+  }
+};
+
+// Builds `batch` sequences of `context` tokens with random K/V. A serving engine's free list is
+// shuffled by hours of requests coming and going, and its sequences grow side by side, so we
+// shuffle the pool's free list first and then grow the sequences round-robin a page at a time:
+// each page table ends up scattered over the pool.
+Batch make_batch(const Flags& f, inferkit::Rng& rng) {
+  const auto pages_per_seq = static_cast<std::int32_t>((f.context + kBlockSize - 1) / kBlockSize);
+  const auto num_blocks = static_cast<std::int32_t>(f.batch) * pages_per_seq;
+  inferkit::PagedKVCacheShape shape;
+  shape.num_layers = 1;
+  shape.num_blocks = num_blocks;
+  shape.block_size = kBlockSize;
+  shape.num_kv_heads = kKvHeads;
+  shape.head_dim = kHeadDim;
+  Batch b{inferkit::BlockAllocator(num_blocks, kBlockSize),
+          inferkit::PagedKVCache<float16>(shape),
+          {},
+          {}};
+
+  std::vector<inferkit::BlockId> all(at(num_blocks));
+  if (!b.allocator.allocate(std::span<inferkit::BlockId>(all))) {
+    throw inferkit::Error(inferkit::ErrorCode::kInvalidState, "fresh pool cannot hand out blocks");
+  }
+  for (std::size_t i = all.size(); i > 1; --i) {  // Fisher-Yates
+    std::swap(all[i - 1], all[rng.below(static_cast<std::uint32_t>(i))]);
+  }
+  for (inferkit::BlockId id : all) b.allocator.free(id);
+
+  b.tables.assign(at(f.batch), inferkit::BlockTable(kBlockSize));
+  // Random K/V in [-1, 1): one Rng stream per sequence, so the values can be drawn in parallel
+  // (a page of every sequence per round); the cache takes one writer per layer, so appends are
+  // serial.
+  std::vector<inferkit::Rng> streams;
+  for (long long s = 0; s < f.batch; ++s) {
+    streams.emplace_back(static_cast<std::uint64_t>(f.seed), static_cast<std::uint64_t>(s + 1));
+  }
+  const std::size_t page_elems = std::size_t{kBlockSize} * kKvHeads * kHeadDim;
+  std::vector<float> k(at(f.batch) * page_elems);
+  std::vector<float> v(k.size());
+  std::vector<std::int64_t> slots(kBlockSize);
+  std::vector<inferkit::BlockCopy> copies;  // stays empty: nothing is shared
+  for (std::int64_t done = 0; done < f.context; done += kBlockSize) {
+    const std::int64_t n = std::min<std::int64_t>(kBlockSize, f.context - done);
+    const std::size_t elems = at(n * kKvHeads * kHeadDim);
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel for schedule(static)
+#endif
+    for (long long s = 0; s < f.batch; ++s) {
+      inferkit::Rng& r = streams[at(s)];
+      for (std::size_t i = 0; i < elems; ++i) k[at(s) * page_elems + i] = 2.0f * r.uniform() - 1.0f;
+      for (std::size_t i = 0; i < elems; ++i) v[at(s) * page_elems + i] = 2.0f * r.uniform() - 1.0f;
+    }
+    const std::span<std::int64_t> new_slots(slots.data(), at(n));
+    for (std::size_t s = 0; s < b.tables.size(); ++s) {
+      if (!b.tables[s].append_tokens(b.allocator, n, new_slots, copies)) {
+        throw inferkit::Error(inferkit::ErrorCode::kInvalidState,
+                              "pool sized for the batch ran out");
+      }
+      b.cache.append(0, new_slots, std::span<const float>(k).subspan(s * page_elems, elems),
+                     std::span<const float>(v).subspan(s * page_elems, elems));
+    }
+  }
+  b.export_pages();
+  return b;
+}
+
+// Share of logically consecutive pages that are also physically adjacent (1.0 = contiguous).
+double adjacent_page_fraction(const inferkit::PageTableBuffers& pages) {
+  std::int64_t pairs = 0;
+  std::int64_t adjacent = 0;
+  for (std::size_t s = 0; s + 1 < pages.indptr.size(); ++s) {
+    for (std::int32_t i = pages.indptr[s] + 1; i < pages.indptr[s + 1]; ++i) {
+      ++pairs;
+      if (pages.indices[at(i)] == pages.indices[at(i - 1)] + 1) ++adjacent;
+    }
+  }
+  return pairs == 0 ? 0.0 : static_cast<double>(adjacent) / static_cast<double>(pairs);
+}
+
+// ---- attention calls ----
+
+// One decode step: q [num_seqs][32][128] -> out [num_seqs][32][128], lse [num_seqs][32].
+void decode(const Batch& b, const inferkit::PageTableView& pages, const float* q, float* out,
+            float* lse, std::int32_t kv_split_tokens = inferkit::kDefaultKvSplitTokens,
+            bool causal = true) {
+  inferkit::PagedDecodeArgs<float16> args;
+  args.q = q;
+  args.kv = b.cache.view(0);
+  args.pages = pages;
+  args.num_qo_heads = kQoHeads;
+  args.head_dim = kHeadDim;
+  args.out = out;
+  args.lse = lse;
+  args.kv_split_tokens = kv_split_tokens;
+  args.params.causal = causal;
+  inferkit::paged_decode(inferkit::cpu{}, args);
+}
+
+// Largest |got - want|; infinity if anything is not finite.
+template <class T>
+double max_abs_diff(std::span<const float> got, std::span<const T> want) {
+  double worst = 0.0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double d = std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i]));
+    if (!std::isfinite(d)) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, d);
+  }
+  return worst;
+}
+
+struct MaxError {
+  double out = 0.0;  // max abs error of the outputs
+  double lse = 0.0;  // and of the log-sum-exp
+};
+
+// Sequence s of `out`/`lse` (all 32 heads) against the double-precision reference, which reads
+// the sequence's K/V gathered back into contiguous tensors.
+MaxError check_against_reference(const Batch& b, std::int32_t s, const std::vector<float>& q,
+                                 const std::vector<float>& out, const std::vector<float>& lse) {
+  const inferkit::BlockTable& table = b.tables[at(s)];
+  std::vector<float> k(at(table.num_tokens() * kKvHeads * kHeadDim));
+  std::vector<float> v(k.size());
+  b.cache.gather(0, table, k, v);
+  inferkit::AttentionShape shape;
+  shape.num_q_tokens = 1;
+  shape.num_kv_tokens = static_cast<std::int32_t>(table.num_tokens());
+  shape.num_qo_heads = kQoHeads;
+  shape.num_kv_heads = kKvHeads;
+  shape.head_dim = kHeadDim;
+  std::vector<double> want_out(kRowElems);
+  std::vector<double> want_lse(kQoHeads);
+  const std::span<const float> qs(q.data() + at(s) * kRowElems, kRowElems);
+  inferkit::reference_attention<float>(qs, k, v, shape, inferkit::AttentionParams{}, want_out,
+                                       want_lse);
+  const std::span<const float> got_out(out.data() + at(s) * kRowElems, kRowElems);
+  const std::span<const float> got_lse(lse.data() + at(s) * kQoHeads, at(kQoHeads));
+  return {max_abs_diff<double>(got_out, want_out), max_abs_diff<double>(got_lse, want_lse)};
+}
+
+// ---- timing ----
+
+// Median wall time of `runs` calls of `body`, after one untimed warm-up call.
+template <class Body>
+double median_seconds(long long runs, Body&& body) {
+  body();
+  std::vector<double> times;
+  for (long long r = 0; r < runs; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+int num_threads() {
+#if INFERKIT_HAS_OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+// The bandwidth a plain parallel read of memory gets on this machine: the sum of a 256 MiB
+// buffer of 64-bit integers, with the same OpenMP threads as the kernel. Bytes per second.
+double streaming_read_bytes_per_second(long long runs) {
+  const std::int64_t n = kStreamBytes / 8;
+  const std::unique_ptr<std::uint64_t[]> buffer(new std::uint64_t[at(n)]);
+  std::uint64_t* data = buffer.get();
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel for schedule(static)
+#endif
+  for (std::int64_t i = 0; i < n; ++i) data[i] = static_cast<std::uint64_t>(i);  // first touch
+  const std::uint64_t expected =
+      static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(n - 1) / 2;
+  const double seconds = median_seconds(runs, [&] {
+    std::uint64_t sum = 0;
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel for schedule(static) reduction(+ : sum)
+#endif
+    for (std::int64_t i = 0; i < n; i += 4)
+      sum += data[i] + data[i + 1] + data[i + 2] + data[i + 3];
+    if (sum != expected) {  // also keeps the compiler from dropping the loop
+      throw inferkit::Error(inferkit::ErrorCode::kInvalidState, "streaming read: wrong sum");
+    }
+  });
+  return static_cast<double>(kStreamBytes) / seconds;
+}
+
+// ---- the program ----
+
+struct SplitResult {
+  std::int32_t pages = 0;
+  std::int32_t first_half_pages = 0;
+  MaxError diff;  // merged vs one unsplit decode
+};
+
+// Split-KV by hand on sequence 0: decode its first and second half of pages separately (two
+// page tables into the same pages), each with its LSE, then merge_states combines them.
+SplitResult split_and_merge(const Batch& b, const std::vector<float>& q) {
+  const inferkit::PageTableBuffers& csr = b.pages;
+  const std::int32_t* indices = csr.indices.data() + csr.indptr[0];
+  SplitResult r;
+  r.pages = csr.indptr[1] - csr.indptr[0];
+  r.first_half_pages = r.pages / 2;
+  // The first half ends on a page boundary, so its last page is full; the second half ends
+  // where the sequence does. The decode query comes after every key of either half, so each
+  // half is attended without a causal mask (as cascade attention attends a shared prefix); a
+  // one-page sequence leaves the first half empty, which yields LSE -inf and weight 0.
+  const std::int32_t first_indptr[2] = {0, r.first_half_pages};
+  const std::int32_t first_last[1] = {kBlockSize};
+  const std::int32_t second_indptr[2] = {0, r.pages - r.first_half_pages};
+  const std::int32_t second_last[1] = {csr.last_page_len[0]};
+  const std::int32_t full_indptr[2] = {0, r.pages};
+  const inferkit::PageTableView first{first_indptr, indices, first_last, 1};
+  const inferkit::PageTableView second{second_indptr, indices + r.first_half_pages, second_last, 1};
+  const inferkit::PageTableView full{full_indptr, indices, second_last, 1};
+
+  // Partial states [2][32][128] and LSEs [2][32], the layout merge_states takes.
+  std::vector<float> part_out(2 * kRowElems);
+  std::vector<float> part_lse(2 * kQoHeads);
+  decode(b, first, q.data(), part_out.data(), part_lse.data(), 0, false);
+  decode(b, second, q.data(), part_out.data() + kRowElems, part_lse.data() + kQoHeads, 0, false);
+  std::vector<float> merged_out(kRowElems);
+  std::vector<float> merged_lse(kQoHeads);
+  inferkit::merge_states(inferkit::cpu{}, part_out, part_lse, 2, kHeadDim, merged_out, merged_lse);
+
+  std::vector<float> full_out(kRowElems);
+  std::vector<float> full_lse(kQoHeads);
+  decode(b, full, q.data(), full_out.data(), full_lse.data(), 0);  // one pass, no split
+  r.diff = {max_abs_diff<float>(merged_out, full_out), max_abs_diff<float>(merged_lse, full_lse)};
+  return r;
+}
+
+struct UnwrittenResult {
+  std::int32_t seq = 0;
+  std::int64_t tokens = 0;
+  std::int32_t nan_slots = 0;
+  bool truncated = false;
+  bool finite = false;
+  MaxError err;
+};
+
+// The last sequence's last page gets unused slots (a page-aligned sequence is truncated by 8
+// tokens, as after rejected speculative tokens), and every unused slot of that page is filled
+// with NaN in K and V. The kernel reads only last_page_len slots of a last page, so nothing of
+// it may reach the output.
+UnwrittenResult poison_unwritten_slots(Batch& b, const std::vector<float>& q) {
+  UnwrittenResult r;
+  r.seq = static_cast<std::int32_t>(b.tables.size()) - 1;
+  inferkit::BlockTable& table = b.tables[at(r.seq)];
+  if (table.num_tokens() % kBlockSize == 0) {
+    table.truncate(b.allocator, table.num_tokens() - kBlockSize / 2);
+    r.truncated = true;
+  }
+  r.tokens = table.num_tokens();
+  const inferkit::BlockId last = table.blocks().back();
+  const inferkit::PagedKVView<float16> kv = b.cache.view(0);
+  const float16 nan(std::numeric_limits<float>::quiet_NaN());
+  for (std::int32_t slot = table.last_block_tokens(); slot < kBlockSize; ++slot, ++r.nan_slots) {
+    for (std::int32_t h = 0; h < kKvHeads; ++h) {
+      std::fill_n(kv.k + kv.offset(last, h, slot), kHeadDim, nan);
+      std::fill_n(kv.v + kv.offset(last, h, slot), kHeadDim, nan);
+    }
+  }
+  b.export_pages();
+  std::vector<float> out(b.tables.size() * kRowElems);
+  std::vector<float> lse(b.tables.size() * kQoHeads);
+  decode(b, b.pages.view(), q.data(), out.data(), lse.data());
+  r.finite = std::all_of(out.begin(), out.end(), [](float x) { return std::isfinite(x); }) &&
+             std::all_of(lse.begin(), lse.end(), [](float x) { return std::isfinite(x); });
+  r.err = check_against_reference(b, r.seq, q, out, lse);
+  return r;
+}
+
+int run(int argc, char** argv) {
+  const Flags f = parse_flags(argc, argv);
+  inferkit::Rng rng(static_cast<std::uint64_t>(f.seed));
+  Batch b = make_batch(f, rng);
+  const auto batch = static_cast<std::int32_t>(f.batch);
+  const auto total_pages = static_cast<std::int64_t>(b.pages.indices.size());
+  const double adjacent = adjacent_page_fraction(b.pages);
+  std::vector<float> q(at(f.batch) * kRowElems);
+  for (float& x : q) x = 2.0f * rng.uniform() - 1.0f;
+
+  // 2. Correctness: the batch in one call, the first and last sequences checked head by head.
+  std::vector<float> out(q.size());
+  std::vector<float> lse(at(f.batch) * kQoHeads);
+  decode(b, b.pages.view(), q.data(), out.data(), lse.data());
+  std::vector<std::int32_t> checked = {0};
+  if (batch > 1) checked.push_back(batch - 1);
+  MaxError err;
+  for (std::int32_t s : checked) {
+    const MaxError e = check_against_reference(b, s, q, out, lse);
+    err.out = std::max(err.out, e.out);
+    err.lse = std::max(err.lse, e.lse);
+  }
+  const bool pass = err.out <= kTolerance && err.lse <= kTolerance;
+
+  // 3. GQA: each KV head's pages are read once for its 4 query heads.
+  const std::int64_t kv_bytes = f.batch * f.context * kKvBytesPerToken;
+  const std::int64_t kv_bytes_no_gqa = kv_bytes * kGroup;
+
+  // 4. Speed.
+  const double decode_s =
+      median_seconds(f.runs, [&] { decode(b, b.pages.view(), q.data(), out.data(), lse.data()); });
+  const double decode_bps = static_cast<double>(kv_bytes) / decode_s;
+  const double stream_bps = streaming_read_bytes_per_second(f.runs);
+
+  // 5. Split-KV and merge; 6. unwritten slots (changes the last sequence, so it comes last).
+  const SplitResult split = split_and_merge(b, q);
+  const UnwrittenResult unwritten = poison_unwritten_slots(b, q);
+  const bool ok = pass && unwritten.finite;
+
+  if (f.json) {
+    std::printf(
+        "{\"batch\":%lld,\"context\":%lld,\"seed\":%lld,\"threads\":%d,\"pages\":%lld,"
+        "\"adjacent_page_fraction\":%.4f,"
+        "\"correctness\":{\"sequences\":%zu,\"max_abs_err_out\":%.3e,\"max_abs_err_lse\":%.3e,"
+        "\"bound\":%.0e,\"pass\":%s},"
+        "\"gqa\":{\"kv_bytes_per_step\":%lld,\"kv_bytes_per_step_without_gqa\":%lld},"
+        "\"speed\":{\"runs\":%lld,\"decode_ms\":%.3f,\"decode_gb_per_s\":%.2f,"
+        "\"stream_gb_per_s\":%.2f,\"ratio\":%.3f},"
+        "\"merge\":{\"pages\":%d,\"first_half_pages\":%d,\"max_abs_diff_out\":%.3e,"
+        "\"max_abs_diff_lse\":%.3e},"
+        "\"unwritten\":{\"sequence\":%d,\"tokens\":%lld,\"nan_slots\":%d,\"finite\":%s,"
+        "\"max_abs_err_out\":%.3e}}\n",
+        f.batch, f.context, f.seed, num_threads(), static_cast<long long>(total_pages), adjacent,
+        checked.size(), err.out, err.lse, kTolerance, pass ? "true" : "false",
+        static_cast<long long>(kv_bytes), static_cast<long long>(kv_bytes_no_gqa), f.runs,
+        1e3 * decode_s, decode_bps / 1e9, stream_bps / 1e9, decode_bps / stream_bps, split.pages,
+        split.first_half_pages, split.diff.out, split.diff.lse, unwritten.seq,
+        static_cast<long long>(unwritten.tokens), unwritten.nan_slots,
+        unwritten.finite ? "true" : "false", unwritten.err.out);
+    return ok ? 0 : 1;
+  }
+
+  const double mib = 1024.0 * 1024.0;
+  std::printf(
+      "paged_attention: one decode step of a Llama-3-8B attention layer on the CPU\n"
+      "  %d query heads, %d KV heads (GQA group %d), head_dim %d, fp16 K/V, pages of %d tokens\n"
+      "  batch %lld x context %lld tokens = %lld pages (%.1f MiB of K+V), seed %lld, "
+      "%d threads\n"
+      "  page tables are non-contiguous, as a real block table leaves them: pages come from a\n"
+      "  shuffled free list and the sequences grew side by side, a page at a time; %.1f%% of\n"
+      "  logically consecutive pages are physically adjacent\n\n",
+      kQoHeads, kKvHeads, kGroup, kHeadDim, kBlockSize, f.batch, f.context,
+      static_cast<long long>(total_pages), static_cast<double>(kv_bytes) / mib, f.seed,
+      num_threads(), 100.0 * adjacent);
+  std::printf(
+      "correctness vs the double-precision reference (sequence%s %s, all %d heads):\n"
+      "  max abs error: output %.2e, LSE %.2e (bound %.0e): %s\n\n",
+      checked.size() > 1 ? "s" : "",
+      checked.size() > 1 ? ("0 and " + std::to_string(batch - 1)).c_str() : "0", kQoHeads, err.out,
+      err.lse, kTolerance, pass ? "PASS" : "FAIL");
+  std::printf(
+      "GQA: KV bytes read per decode step of this layer\n"
+      "  batch %lld x context %lld x %d KV heads x %d x 2 bytes x 2 (K and V) = %lld bytes "
+      "(%.1f MiB)\n"
+      "  if each of the %d query heads read its own K/V: %lld bytes (%.1f MiB, %dx)\n"
+      "  decode does 4 flops per KV byte with the grouping (1 without), below what a CPU or\n"
+      "  GPU computes per byte it loads: decode is bound by memory, so reading each KV head once\n"
+      "  for its %d query heads makes the step about %dx faster\n\n",
+      f.batch, f.context, kKvHeads, kHeadDim, static_cast<long long>(kv_bytes),
+      static_cast<double>(kv_bytes) / mib, kQoHeads, static_cast<long long>(kv_bytes_no_gqa),
+      static_cast<double>(kv_bytes_no_gqa) / mib, kGroup, kGroup, kGroup);
+  std::printf(
+      "speed (median of %lld runs after a warm-up, %d threads):\n"
+      "  paged_decode: %.3f ms per step = %.2f GB/s of KV\n"
+      "  streaming read (sum of a %lld MiB buffer): %.2f GB/s\n"
+      "  paged_decode / streaming read = %.2f%s\n\n",
+      f.runs, num_threads(), 1e3 * decode_s, decode_bps / 1e9,
+      static_cast<long long>(kStreamBytes >> 20), stream_bps / 1e9, decode_bps / stream_bps,
+      kv_bytes < kStreamBytes / 4 ? "\n  (K/V this small may sit in the CPU caches: the ratio can "
+                                    "exceed 1; the defaults are memory-bound)"
+                                  : "");
+  std::printf(
+      "split-KV + merge (sequence 0, %d pages): pages [0, %d) and [%d, %d) decoded separately,\n"
+      "  each with its LSE, and combined by merge_states (paged_decode itself does this per %d "
+      "tokens)\n"
+      "  merged vs one full decode: max abs diff output %.2e, LSE %.2e\n"
+      "  this is how split-KV spreads a long sequence over threads and cascade attention shares a "
+      "prefix\n\n",
+      split.pages, split.first_half_pages, split.first_half_pages, split.pages,
+      inferkit::kDefaultKvSplitTokens, split.diff.out, split.diff.lse);
+  std::printf(
+      "unwritten slots: sequence %d holds %lld tokens, so its last page has %d unused slots%s\n"
+      "  NaN in K and V of the %d unused slots: output finite: %s, max abs error vs reference "
+      "%.2e\n"
+      "  (the kernel reads only last_page_len slots of a last page, never the rest)\n",
+      unwritten.seq, static_cast<long long>(unwritten.tokens), unwritten.nan_slots,
+      unwritten.truncated
+          ? "\n  (its last 8 tokens were dropped, as after rejected speculative tokens)"
+          : "",
+      unwritten.nan_slots, unwritten.finite ? "yes" : "NO", unwritten.err.out);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return inferkit::examples::run_main("paged_attention", [&] { return run(argc, argv); });
+}
