@@ -16,6 +16,7 @@
 #include <inferkit/core/float8.hpp>
 #include <inferkit/core/rng.hpp>
 #include <limits>
+#include <tests/support/attention_kernels.hpp>
 #include <tests/support/paged_fixture.hpp>
 #include <vector>
 

@@ -12,6 +12,7 @@
 #include <inferkit/core/float16.hpp>
 #include <inferkit/core/float8.hpp>
 #include <inferkit/core/rng.hpp>
+#include <tests/support/attention_kernels.hpp>
 #include <tests/support/paged_fixture.hpp>
 #include <vector>
 
