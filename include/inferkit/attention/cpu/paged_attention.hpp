@@ -25,9 +25,10 @@ namespace inferkit::detail {
 
 /// Target number of query rows (tokens x group heads) per work item in prefill.
 inline constexpr std::int32_t kPrefillRowsPerItem = 64;
-/// Software prefetch distance along the page table, in tokens: two 16-token tiles. Measured for
-/// decode on the benchmark machine: 1 to 4 tiles ahead within noise of each other, 8 worse.
-inline constexpr std::int32_t kPrefetchTokensAhead = 32;
+/// Software prefetch distance along the page table, in tokens: one 16-token tile, prefetched
+/// while the tile before it computes. Measured for decode on the benchmark machine: 1 tile ahead
+/// 0-4% above 2 tiles, 3 and 4 no better, 8 worse.
+inline constexpr std::int32_t kPrefetchTokensAhead = 16;
 
 /// Everything the CPU driver needs, independent of decode vs prefill.
 template <class KV>
