@@ -132,16 +132,22 @@ inline void prefetch_tokens(const KvHeadSource<KV>& src, std::int64_t begin, std
 /// kernel's own loads for about a DRAM latency per 16 lines; spread out, the requests overlap
 /// the compute. Measured on 2 cores, shuffled 4 KiB page-heads: burst 0.5-0.6 of the streaming
 /// read, spread 0.8-0.9. Lines go to L1 (prefetcht0 measured 3-5% above prefetcht1 into L2).
+/// The walk is on the kernel's critical path (a general per-line walk cost ~170 ns per 8 KiB
+/// page-head, 20% of the kernel), hence the tight loop for the common span.
 template <class KV>
 struct SpreadPrefetcher {
   static constexpr std::int64_t kLine = 64;
-  static constexpr int kMaxSpans = 2 * kSimdLanes;  ///< a K and a V span per page touched
-  const char* first[kMaxSpans] = {};   ///< first line of each contiguous span: K spans, then V
-  std::int64_t bytes[kMaxSpans] = {};  ///< span length from its first line, in bytes
+  /// One span per page the tile touches; K and V spans cover the same rows, each from its own
+  /// first line (the K and V buffers need not share an alignment mod 64).
+  const char* k[kSimdLanes] = {};
+  const char* v[kSimdLanes] = {};
+  std::int64_t k_bytes[kSimdLanes] = {};  ///< span length from its first line, in bytes
+  std::int64_t v_bytes[kSimdLanes] = {};
+  std::int64_t span_bytes[kSimdLanes] = {};  ///< max(k_bytes, v_bytes)
   std::int32_t num_spans = 0;
   std::int32_t span = 0;
   std::int64_t offset = 0;
-  std::int64_t lines = 0;  ///< K plus V lines of the target tile
+  std::int64_t lines = 0;  ///< steps of one K and one V line the tile takes
 
   /// Targets tokens [begin, min(begin + 16, end)) of `src`; nothing when begin >= end.
   void start(const KvHeadSource<KV>& src, std::int64_t begin, std::int64_t end,
@@ -149,34 +155,47 @@ struct SpreadPrefetcher {
     num_spans = span = 0;
     offset = lines = 0;
     end = std::min<std::int64_t>(end, begin + kSimdLanes);
-    for (const KV* base : {src.k, src.v}) {
-      for (std::int64_t tok = begin; tok < end;) {
-        const std::int64_t page = tok / src.block_size;
-        const std::int64_t slot = tok - page * src.block_size;
-        const std::int64_t n = std::min(end - tok, src.block_size - slot);
-        const auto* p = reinterpret_cast<const char*>(base + src.pages[page] * src.block_stride +
-                                                      slot * src.token_stride);
-        const auto misalign =
-            static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(p) % kLine);
-        first[num_spans] = p - misalign;
-        bytes[num_spans] = n * row_bytes + misalign;
-        lines += (bytes[num_spans] + kLine - 1) / kLine;
-        ++num_spans;
-        tok += n;
-      }
+    for (std::int64_t tok = begin; tok < end;) {
+      const std::int64_t page = tok / src.block_size;
+      const std::int64_t slot = tok - page * src.block_size;
+      const std::int64_t n = std::min(end - tok, src.block_size - slot);
+      const std::int64_t off = src.pages[page] * src.block_stride + slot * src.token_stride;
+      const auto* kp = reinterpret_cast<const char*>(src.k + off);
+      const auto* vp = reinterpret_cast<const char*>(src.v + off);
+      const auto k_mis = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(kp) % kLine);
+      const auto v_mis = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(vp) % kLine);
+      k[num_spans] = kp - k_mis;
+      v[num_spans] = vp - v_mis;
+      k_bytes[num_spans] = n * row_bytes + k_mis;
+      v_bytes[num_spans] = n * row_bytes + v_mis;
+      span_bytes[num_spans] = std::max(k_bytes[num_spans], v_bytes[num_spans]);
+      lines += (span_bytes[num_spans] + kLine - 1) / kLine;
+      ++num_spans;
+      tok += n;
     }
   }
 
-  /// Issues the next `n` lines (K's first: QK reads them first).
+  /// Issues the next `n` steps, each one line of K and the line of V at the same offset.
   INFERKIT_FORCEINLINE void issue(std::int64_t n) noexcept { walk(n, prefetch_line); }
 
-  /// Calls on_line(line) for the next `n` lines (issue's walk; tests record it).
+  /// Calls on_line(line) for the lines of the next `n` steps (issue's walk; tests record it).
   template <class OnLine>
   INFERKIT_FORCEINLINE void walk(std::int64_t n, OnLine&& on_line) noexcept {
-    for (; n > 0 && span < num_spans; --n) {
-      on_line(first[span] + offset);
-      offset += kLine;
-      if (offset >= bytes[span]) {
+    while (n > 0 && span < num_spans) {
+      const std::int64_t stop = std::min(span_bytes[span], offset + n * kLine);
+      n -= (stop - offset + kLine - 1) / kLine;
+      if (k_bytes[span] == span_bytes[span] && v_bytes[span] == span_bytes[span]) {
+        for (; offset < stop; offset += kLine) {  // common case: K and V alike, a tight loop
+          on_line(k[span] + offset);
+          on_line(v[span] + offset);
+        }
+      } else {
+        for (; offset < stop; offset += kLine) {
+          if (offset < k_bytes[span]) on_line(k[span] + offset);
+          if (offset < v_bytes[span]) on_line(v[span] + offset);
+        }
+      }
+      if (offset >= span_bytes[span]) {
         ++span;
         offset = 0;
       }
@@ -376,7 +395,7 @@ INFERKIT_FORCEINLINE void qk_direct(const float* q, std::int32_t padded, std::in
 }
 
 /// Direct PV for kRows rows and chunks [c0, c0 + kCh): o = o * alpha + sum_j p_j v_j, reading
-/// and converting each V row chunk once for all rows. Issues `pf_lines` lines of the spread
+/// and converting each V row chunk once for all rows. Issues `pf_lines` line pairs of the spread
 /// prefetch per token.
 template <class Simd, int kHeadDim, int kRows, int kCh, class KV>
 INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, std::int32_t dim,
@@ -496,7 +515,7 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
       constexpr int kCh = kRows <= 4 ? 4 : 2;
       constexpr int kTok = kRows <= 2 ? 8 : 16 / kRows;
       // The tile prefetch_tokens_ahead tokens ahead is prefetched over this tile's QK and PV
-      // loops: each of their `steps` iterations issues pf_lines of its lines.
+      // loops: each of their `steps` iterations issues pf_lines of its K/V line pairs.
       const std::int32_t steps =
           (count / kTok + count % kTok) * chunks + (chunks / kCh + chunks % kCh) * count;
       if (prefetch_tokens_ahead > 0) pf.start(src, tok0 + prefetch_tokens_ahead, kv_end, row_bytes);
