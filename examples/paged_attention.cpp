@@ -490,7 +490,10 @@ int run(int argc, char** argv) {
       "speed (median of %lld runs after a warm-up, %d threads):\n"
       "  paged_decode: %.3f ms per step = %.2f GB/s of KV\n"
       "  streaming read (sum of a %lld MiB buffer): %.2f GB/s\n"
-      "  paged_decode / streaming read = %.2f%s\n\n",
+      "  paged_decode / streaming read = %.2f%s\n"
+      "  (a rough baseline: a scalar sum without huge pages, one pass per sample, reads 15-20%%\n"
+      "  slower than bench_attention's, which times a vectorized read alongside the kernel in\n"
+      "  every iteration; quote that ratio, from scripts/bench.sh)\n\n",
       f.runs, num_threads(), 1e3 * decode_s, decode_bps / 1e9,
       static_cast<long long>(kStreamBytes >> 20), stream_bps / 1e9, decode_bps / stream_bps,
       kv_bytes < kStreamBytes / 4 ? "\n  (K/V this small may sit in the CPU caches: the ratio can "
