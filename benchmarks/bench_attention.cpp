@@ -295,6 +295,17 @@ double time_calls(benchmark::State& state, std::int32_t replicas, Fn&& fn) {
   return total / static_cast<double>(std::max<std::int64_t>(calls, 1));
 }
 
+/// Decode arguments over the pool for queries `q` into `out`; the caller sets `pages`.
+PagedDecodeArgs<float16> decode_args(const std::vector<float>& q, std::vector<float>& out) {
+  PagedDecodeArgs<float16> args;
+  args.q = q.data();
+  args.kv = KvPool::get().view;
+  args.num_qo_heads = kQoHeads;
+  args.head_dim = kHeadDim;
+  args.out = out.data();
+  return args;
+}
+
 /// Streams `bytes` per call from the StreamBuffer, continuing where the previous call stopped
 /// (so consecutive calls read fresh memory); returns seconds.
 struct StreamCursor {
@@ -321,17 +332,11 @@ void BM_PagedDecode(benchmark::State& state) {
   const bool shuffled = state.range(2) != 0;
   const double stream = stream_bytes_per_second();
   const double fma_peak = fma_peak_per_second();
-  KvPool& pool = KvPool::get();
   const PageSets sets(batch, ctx, shuffled);
   const PageSets identity(batch, ctx, false);
   const auto q = random_queries(static_cast<std::size_t>(batch * kQoHeads * kHeadDim), 1);
   std::vector<float> out(q.size());
-  PagedDecodeArgs<float16> args;
-  args.q = q.data();
-  args.kv = pool.view;
-  args.num_qo_heads = kQoHeads;
-  args.head_dim = kHeadDim;
-  args.out = out.data();
+  PagedDecodeArgs<float16> args = decode_args(q, out);
   const double bytes = 2.0 * batch * ctx * kKvHeads * kHeadDim * sizeof(float16);
   const auto run = [&](const PageSets& s, std::int32_t r) {
     args.pages = s.table(r % s.replicas);
@@ -414,12 +419,7 @@ void BM_NaiveDecode(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   });
   // The kernel on the same shape, same replicas, in the same run.
-  PagedDecodeArgs<float16> args;
-  args.q = q.data();
-  args.kv = pool.view;
-  args.num_qo_heads = kQoHeads;
-  args.head_dim = kHeadDim;
-  args.out = out_kernel.data();
+  PagedDecodeArgs<float16> args = decode_args(q, out_kernel);
   const auto t0 = Clock::now();
   constexpr int kReps = 20;
   for (int i = 0; i < kReps; ++i) {

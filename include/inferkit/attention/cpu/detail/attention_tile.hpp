@@ -101,31 +101,6 @@ INFERKIT_FORCEINLINE void prefetch_line(const char* p) noexcept {
 #endif
 }
 
-/// Prefetches the K and V rows of tokens [begin, end) of `src` (page by page, so the page table
-/// is followed ahead of the hardware prefetcher). All at once: for the start of a range and for
-/// the prefill path, whose compute per tile hides a burst.
-template <class KV>
-inline void prefetch_tokens(const KvHeadSource<KV>& src, std::int64_t begin, std::int64_t end,
-                            std::int32_t head_dim) noexcept {
-  constexpr std::int64_t kLine = 64;
-  if (end <= begin) return;
-  const std::int64_t row_bytes = static_cast<std::int64_t>(sizeof(KV)) * head_dim;
-  const std::int64_t first_page = begin / src.block_size;
-  const std::int64_t last_page = (end - 1) / src.block_size;
-  for (std::int64_t page = first_page; page <= last_page; ++page) {
-    const std::int64_t lo = std::max(begin, page * src.block_size) - page * src.block_size;
-    const std::int64_t hi = std::min(end, (page + 1) * src.block_size) - page * src.block_size;
-    const std::int64_t off = src.pages[page] * src.block_stride + lo * src.token_stride;
-    const auto* k = reinterpret_cast<const char*>(src.k + off);
-    const auto* v = reinterpret_cast<const char*>(src.v + off);
-    const std::int64_t lines = ((hi - lo) * row_bytes + kLine - 1) / kLine;
-    for (std::int64_t i = 0; i < lines; ++i) {
-      prefetch_line(k + i * kLine);
-      prefetch_line(v + i * kLine);
-    }
-  }
-}
-
 /// Prefetches the K and V rows of one future tile (16 tokens) a few cache lines at a time,
 /// interleaved with the current tile's arithmetic. Why not all at once: one tile is 128 lines
 /// (fp16, head_dim 128) and the core has only ~16 L1 miss buffers, so a burst stalls the
@@ -184,7 +159,7 @@ struct SpreadPrefetcher {
     while (n > 0 && span < num_spans) {
       const std::int64_t stop = std::min(span_bytes[span], offset + n * kLine);
       n -= (stop - offset + kLine - 1) / kLine;
-      if (k_bytes[span] == span_bytes[span] && v_bytes[span] == span_bytes[span]) {
+      if (k_bytes[span] == v_bytes[span]) {
         for (; offset < stop; offset += kLine) {  // common case: K and V alike, a tight loop
           on_line(k[span] + offset);
           on_line(v[span] + offset);
@@ -202,6 +177,18 @@ struct SpreadPrefetcher {
     }
   }
 };
+
+/// Prefetches the K and V rows of tokens [begin, end) of `src` all at once, tile by tile through
+/// `pf`: for the start of a range, and for the prefill path, whose compute per tile hides a
+/// burst.
+template <class KV>
+inline void prefetch_tokens(SpreadPrefetcher<KV>& pf, const KvHeadSource<KV>& src,
+                            std::int64_t begin, std::int64_t end, std::int64_t row_bytes) noexcept {
+  for (std::int64_t tok = begin; tok < end; tok += kSimdLanes) {
+    pf.start(src, tok, end, row_bytes);
+    pf.issue(pf.lines);
+  }
+}
 
 /// Converts tokens [tok0, tok0 + count) (count <= 16) of `src` to fp32 rows of `padded_dim`
 /// floats in k_tile / v_tile, applying quantization scales. Only valid tokens are read.
@@ -499,14 +486,20 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
     s.row_max[idx(r)] = kNegInf;
     std::fill_n(&s.row_sum[idx(r) * kSimdLanes], kSimdLanes, 0.0f);
   }
-  if (prefetch_tokens_ahead > 0) {
-    prefetch_tokens(src, kv_begin, std::min<std::int64_t>(kv_begin + prefetch_tokens_ahead, kv_end),
-                    dim);
-  }
-
   TileRows<KV> tr;
   SpreadPrefetcher<KV> pf;
   const std::int64_t row_bytes = static_cast<std::int64_t>(sizeof(KV)) * dim;
+  if (prefetch_tokens_ahead > 0) {
+    prefetch_tokens(pf, src, kv_begin,
+                    std::min<std::int64_t>(kv_begin + prefetch_tokens_ahead, kv_end), row_bytes);
+  }
+  // Keys of this tile visible to row r (its query token's position, causal/window, mask).
+  const auto visible = [&](std::int32_t r, std::int64_t tok0, std::int32_t count) {
+    const std::int32_t t = r / rows.group;
+    const std::uint8_t* mask_row =
+        rows.mask != nullptr ? rows.mask + t * rows.mask_stride : nullptr;
+    return visible_lanes(params, rows.first_position + t, tok0, count, mask_row);
+  };
   for (std::int64_t tok0 = kv_begin; tok0 < kv_end; tok0 += kSimdLanes) {
     const auto count = static_cast<std::int32_t>(std::min<std::int64_t>(kSimdLanes, kv_end - tok0));
     if constexpr (kRows > 0) {
@@ -515,7 +508,8 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
       constexpr int kCh = kRows <= 4 ? 4 : 2;
       constexpr int kTok = kRows <= 2 ? 8 : 16 / kRows;
       // The tile prefetch_tokens_ahead tokens ahead is prefetched over this tile's QK and PV
-      // loops: each of their `steps` iterations issues pf_lines of its K/V line pairs.
+      // loops: each of their `steps` iterations (counted exactly) issues pf_lines of its K/V
+      // line pairs, which rounds up, so the whole tile is issued.
       const std::int32_t steps =
           (count / kTok + count % kTok) * chunks + (chunks / kCh + chunks % kCh) * count;
       if (prefetch_tokens_ahead > 0) pf.start(src, tok0 + prefetch_tokens_ahead, kv_end, row_bytes);
@@ -540,12 +534,8 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
         }
         V scores = Simd::reduce16(parts);
         if (scaled) scores = Simd::mul(scores, Simd::load(tr.k_scale));
-        const std::int32_t t = r / rows.group;
-        const std::uint8_t* mask_row =
-            rows.mask != nullptr ? rows.mask + t * rows.mask_stride : nullptr;
-        softmax_update<Simd>(s, r, scores,
-                             visible_lanes(params, rows.first_position + t, tok0, count, mask_row),
-                             cap, scaled ? tr.v_scale : nullptr);
+        softmax_update<Simd>(s, r, scores, visible(r, tok0, count), cap,
+                             scaled ? tr.v_scale : nullptr);
       }
       std::int32_t c = 0;
       for (; c + kCh <= chunks; c += kCh) {
@@ -554,13 +544,11 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
       for (; c < chunks; ++c) {
         pv_direct<Simd, kHeadDim, kRows, 1>(s, padded, dim, tr, c, count, pf, pf_lines);
       }
-      pf.issue(pf.lines);  // whatever the quota left (it rounds up, so normally nothing)
     } else {
       if (prefetch_tokens_ahead > 0) {
         const std::int64_t pf_tok = tok0 + prefetch_tokens_ahead;
-        if (pf_tok < kv_end) {
-          prefetch_tokens(src, pf_tok, std::min<std::int64_t>(pf_tok + kSimdLanes, kv_end), dim);
-        }
+        prefetch_tokens(pf, src, pf_tok, std::min<std::int64_t>(pf_tok + kSimdLanes, kv_end),
+                        row_bytes);
       }
       load_kv_tile<Simd, kHeadDim>(src, tok0, count, dim, padded, s.k_tile.data(), s.v_tile.data());
       for (std::int32_t r = 0; r < num_rows; ++r) {
@@ -575,12 +563,7 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
                 qv, Simd::load(&s.k_tile[idx(j) * idx(padded) + idx(c) * kSimdLanes]), acc[j]);
           }
         }
-        const std::int32_t t = r / rows.group;
-        const std::uint8_t* mask_row =
-            rows.mask != nullptr ? rows.mask + t * rows.mask_stride : nullptr;
-        softmax_update<Simd>(s, r, Simd::reduce16(acc),
-                             visible_lanes(params, rows.first_position + t, tok0, count, mask_row),
-                             cap, nullptr);
+        softmax_update<Simd>(s, r, Simd::reduce16(acc), visible(r, tok0, count), cap, nullptr);
       }
       std::int32_t r = 0;
       for (; r + 4 <= num_rows; r += 4) pv_rows<Simd, 4>(s, r, chunks, count, padded);
