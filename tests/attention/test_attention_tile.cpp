@@ -89,7 +89,7 @@ void check_walks_exactly_the_tile(std::int32_t block_size, std::int32_t head_dim
     want.insert(v_want.begin(), v_want.end());
     std::int64_t walked = 0;
     // In uneven steps, as the kernel's quota does.
-    while (pf.span < pf.num_spans) {
+    while (!pf.done()) {
       pf.walk(1 + rng.next_u32() % 3, [&](const char* line) {
         ++walked;
         got.insert(line_of(line));
@@ -99,7 +99,7 @@ void check_walks_exactly_the_tile(std::int32_t block_size, std::int32_t head_dim
     SpreadPrefetcher<const KV> one_by_one;
     one_by_one.start(src, begin, seq_len, std::int64_t{sizeof(KV)} * head_dim);
     std::int64_t steps = 0;
-    for (; one_by_one.span < one_by_one.num_spans; ++steps) {
+    for (; !one_by_one.done(); ++steps) {
       one_by_one.walk(1, [](const char*) {});
     }
     INFO("block_size " << block_size << " head_dim " << head_dim << " begin " << begin);

@@ -107,28 +107,32 @@ INFERKIT_FORCEINLINE void prefetch_line(const char* p) noexcept {
 /// kernel's own loads for about a DRAM latency per 16 lines; spread out, the requests overlap
 /// the compute. Measured on 2 cores, shuffled 4 KiB page-heads: burst 0.5-0.6 of the streaming
 /// read, spread 0.8-0.9. Lines go to L1 (prefetcht0 measured 3-5% above prefetcht1 into L2).
-/// The walk is on the kernel's critical path (a general per-line walk cost ~170 ns per 8 KiB
-/// page-head, 20% of the kernel), hence the tight loop for the common span.
+/// The walk runs between the FMAs, so start() lays the tile out as runs of line pairs and a
+/// step is a few instructions: two prefetches and pointer bumps.
 template <class KV>
 struct SpreadPrefetcher {
   static constexpr std::int64_t kLine = 64;
-  /// One span per page the tile touches; K and V spans cover the same rows, each from its own
-  /// first line (the K and V buffers need not share an alignment mod 64).
-  const char* k[kSimdLanes] = {};
-  const char* v[kSimdLanes] = {};
-  std::int64_t k_bytes[kSimdLanes] = {};  ///< span length from its first line, in bytes
-  std::int64_t v_bytes[kSimdLanes] = {};
-  std::int64_t span_bytes[kSimdLanes] = {};  ///< max(k_bytes, v_bytes)
-  std::int32_t num_spans = 0;
-  std::int32_t span = 0;
-  std::int64_t offset = 0;
-  std::int64_t lines = 0;  ///< steps of one K and one V line the tile takes
+  /// `lines` steps of K line k + i * 64 with V line v + i * 64; v == nullptr: K alone. K and V
+  /// rows of a page span start at their own alignment mod 64, so their line counts may differ
+  /// by one: the longer one's last line is a run of its own (passed as k).
+  struct Run {
+    const char* k = nullptr;
+    const char* v = nullptr;
+    std::int64_t lines = 0;
+  };
+  Run runs[2 * kSimdLanes] = {};  ///< at most two per page span, one span per token
+  std::int32_t num_runs = 0;
+  std::int32_t next_run = 0;
+  const char* k = nullptr;  ///< the current run's next lines
+  const char* v = nullptr;
+  std::int64_t left = 0;   ///< steps left in the current run
+  std::int64_t lines = 0;  ///< steps the whole tile takes
 
   /// Targets tokens [begin, min(begin + 16, end)) of `src`; nothing when begin >= end.
   void start(const KvHeadSource<KV>& src, std::int64_t begin, std::int64_t end,
              std::int64_t row_bytes) noexcept {
-    num_spans = span = 0;
-    offset = lines = 0;
+    num_runs = next_run = 0;
+    left = lines = 0;
     end = std::min<std::int64_t>(end, begin + kSimdLanes);
     for (std::int64_t tok = begin; tok < end;) {
       const std::int64_t page = tok / src.block_size;
@@ -139,16 +143,21 @@ struct SpreadPrefetcher {
       const auto* vp = reinterpret_cast<const char*>(src.v + off);
       const auto k_mis = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(kp) % kLine);
       const auto v_mis = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(vp) % kLine);
-      k[num_spans] = kp - k_mis;
-      v[num_spans] = vp - v_mis;
-      k_bytes[num_spans] = n * row_bytes + k_mis;
-      v_bytes[num_spans] = n * row_bytes + v_mis;
-      span_bytes[num_spans] = std::max(k_bytes[num_spans], v_bytes[num_spans]);
-      lines += (span_bytes[num_spans] + kLine - 1) / kLine;
-      ++num_spans;
+      const std::int64_t k_lines = (n * row_bytes + k_mis + kLine - 1) / kLine;
+      const std::int64_t v_lines = (n * row_bytes + v_mis + kLine - 1) / kLine;
+      const std::int64_t both = std::min(k_lines, v_lines);
+      runs[num_runs++] = {kp - k_mis, vp - v_mis, both};
+      if (k_lines != v_lines) {
+        const char* longer = k_lines > v_lines ? kp - k_mis : vp - v_mis;
+        runs[num_runs++] = {longer + both * kLine, nullptr, 1};
+      }
+      lines += std::max(k_lines, v_lines);
       tok += n;
     }
   }
+
+  /// Every line of the tile has been issued.
+  bool done() const noexcept { return left == 0 && next_run == num_runs; }
 
   /// Issues the next `n` steps, each one line of K and the line of V at the same offset.
   INFERKIT_FORCEINLINE void issue(std::int64_t n) noexcept { walk(n, prefetch_line); }
@@ -156,24 +165,21 @@ struct SpreadPrefetcher {
   /// Calls on_line(line) for the lines of the next `n` steps (issue's walk; tests record it).
   template <class OnLine>
   INFERKIT_FORCEINLINE void walk(std::int64_t n, OnLine&& on_line) noexcept {
-    while (n > 0 && span < num_spans) {
-      const std::int64_t stop = std::min(span_bytes[span], offset + n * kLine);
-      n -= (stop - offset + kLine - 1) / kLine;
-      if (k_bytes[span] == v_bytes[span]) {
-        for (; offset < stop; offset += kLine) {  // common case: K and V alike, a tight loop
-          on_line(k[span] + offset);
-          on_line(v[span] + offset);
-        }
-      } else {
-        for (; offset < stop; offset += kLine) {
-          if (offset < k_bytes[span]) on_line(k[span] + offset);
-          if (offset < v_bytes[span]) on_line(v[span] + offset);
-        }
+    for (; n > 0; --n) {
+      if (left == 0) {
+        if (next_run == num_runs) return;
+        k = runs[next_run].k;
+        v = runs[next_run].v;
+        left = runs[next_run].lines;
+        ++next_run;
       }
-      if (offset >= span_bytes[span]) {
-        ++span;
-        offset = 0;
+      on_line(k);
+      k += kLine;
+      if (v != nullptr) {
+        on_line(v);
+        v += kLine;
       }
+      --left;
     }
   }
 };
