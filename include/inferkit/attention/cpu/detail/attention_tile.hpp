@@ -447,7 +447,10 @@ INFERKIT_FORCEINLINE void softmax_update(AttentionScratch& s, std::int32_t r,
   }
   scores = Simd::keep_or(scores, keep, kNegInf);
   const float m_old = s.row_max[ri];
-  const float m_new = std::max(m_old, Simd::reduce_max(scores));
+  // After the first tiles the running max rarely moves: one compare settles that without the
+  // horizontal max, and keeps it off the path from the scores to exp (same bits either way).
+  const float m_new =
+      Simd::any_greater(scores, m_old) ? std::max(m_old, Simd::reduce_max(scores)) : m_old;
   const float alpha = m_old == m_new ? 1.0f : (m_old == kNegInf ? 0.0f : std::exp(m_old - m_new));
   typename Simd::V pv = Simd::exp_shifted(scores, m_new, keep);
   float* sum = &s.row_sum[ri * kSimdLanes];

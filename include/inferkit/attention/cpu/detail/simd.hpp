@@ -88,6 +88,12 @@ struct SimdPortable {
     for (float e : a.x) s += e;
     return s;
   }
+  /// Some lane of a is greater than m (NaN lanes are not).
+  static bool any_greater(V a, float m) noexcept {
+    bool any = false;
+    for (float e : a.x) any = any || e > m;
+    return any;
+  }
   /// Lanes whose bit in `keep` is 0 become `fill`.
   static V keep_or(V a, std::uint32_t keep, float fill) noexcept {
     for (int i = 0; i < kSimdLanes; ++i) {
@@ -131,6 +137,9 @@ struct SimdAvx512 {
   static V add(V a, V b) noexcept { return _mm512_add_ps(a, b); }
   static float reduce_max(V a) noexcept { return _mm512_reduce_max_ps(a); }
   static float reduce_add(V a) noexcept { return _mm512_reduce_add_ps(a); }
+  static bool any_greater(V a, float m) noexcept {
+    return _mm512_cmp_ps_mask(a, _mm512_set1_ps(m), _CMP_GT_OQ) != 0;
+  }
   static V keep_or(V a, std::uint32_t keep, float fill) noexcept {
     return _mm512_mask_blend_ps(static_cast<__mmask16>(keep), _mm512_set1_ps(fill), a);
   }
