@@ -108,8 +108,23 @@ struct StreamBuffer {
     return b;
   }
 
-  /// Sums chunks [first, first + count) (modulo the buffer), in parallel.
+  /// Sums chunks [first, first + count) (modulo the buffer), in parallel. A count above the
+  /// buffer's size is read in passes of at most one buffer each: split across threads in one
+  /// pass, the second thread would read the first one's lines again while they are still in
+  /// the last-level cache, and a 2 GiB read would count half its bytes from DRAM.
   double sum_chunks(std::int64_t first, std::int64_t count) const {
+    const auto chunks = static_cast<std::int64_t>(kFloats / kChunk);
+    double total = 0.0;
+    for (std::int64_t done = 0; done < count;) {
+      const std::int64_t pass = std::min(count - done, chunks);
+      total += sum_distinct_chunks(first + done, pass);
+      done += pass;
+    }
+    return total;
+  }
+
+  /// Sums chunks [first, first + count) (modulo the buffer; count <= the buffer), in parallel.
+  double sum_distinct_chunks(std::int64_t first, std::int64_t count) const {
     const auto chunks = static_cast<std::int64_t>(kFloats / kChunk);
     double total = 0.0;
 #if INFERKIT_HAS_OPENMP
