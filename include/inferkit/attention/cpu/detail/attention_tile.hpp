@@ -11,7 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <inferkit/attention/attention_params.hpp>
+#include <inferkit/attention/cpu/detail/kv_head_source.hpp>
 #include <inferkit/attention/cpu/detail/simd.hpp>
+#include <inferkit/attention/cpu/detail/spread_prefetcher.hpp>
 #include <inferkit/core/config.hpp>
 #include <limits>
 #include <type_traits>
@@ -21,32 +23,6 @@
 INFERKIT_SIMD_WARNINGS_BEGIN
 
 namespace inferkit::detail {
-
-/// How stored K/V values are scaled: not at all, one scale per (block, head) (fp8), or one per
-/// (block, head, slot) (int8).
-enum class KvScaleMode : std::uint8_t { kNone, kPerBlockHead, kPerToken };
-
-/// One KV head of one sequence: the pages it owns and how to address a token in them.
-template <class KV>
-struct KvHeadSource {
-  const KV* k = nullptr;  ///< view.k + head * head_stride (add block * block_stride)
-  const KV* v = nullptr;
-  const float* k_scale = nullptr;  ///< nullptr: scale 1
-  const float* v_scale = nullptr;
-  KvScaleMode scale_mode = KvScaleMode::kNone;
-  const std::int32_t* pages = nullptr;  ///< the sequence's physical block ids, logical order
-  std::int64_t block_stride = 0;        ///< elements
-  std::int64_t token_stride = 0;        ///< elements
-  std::int32_t block_size = 0;
-  std::int32_t num_kv_heads = 0;
-  std::int32_t head = 0;
-
-  std::int64_t scale_index(std::int32_t block, std::int32_t slot) const noexcept {
-    return scale_mode == KvScaleMode::kPerToken
-               ? (std::int64_t{block} * num_kv_heads + head) * block_size + slot
-               : std::int64_t{block} * num_kv_heads + head;
-  }
-};
 
 /// A block of query rows: row r is query token t = r / group, group member g = r % group. Row
 /// (t, g) reads q + t * q_token_stride + g * head_dim, and writes out/lse likewise.
@@ -90,111 +66,6 @@ struct AttentionScratch {
     v_tile.assign(kSimdLanes * d, 0.0f);
   }
 };
-
-/// Prefetches one cache line into L1. An asm statement on x86: GCC's dead-code elimination
-/// deletes loops whose only statements are __builtin_prefetch (observed with g++ 12 -O2).
-INFERKIT_FORCEINLINE void prefetch_line(const char* p) noexcept {
-#if INFERKIT_HAS_AVX512 || INFERKIT_HAS_AVX2
-  __asm__ volatile("prefetcht0 %0" : : "m"(*p));
-#else
-  __builtin_prefetch(p, 0, 3);
-#endif
-}
-
-/// Prefetches the K and V rows of one future tile (16 tokens) a few cache lines at a time,
-/// interleaved with the current tile's arithmetic. Why not all at once: one tile is 128 lines
-/// (fp16, head_dim 128) and the core has only ~16 L1 miss buffers, so a burst stalls the
-/// kernel's own loads for about a DRAM latency per 16 lines; spread out, the requests overlap
-/// the compute. Measured on 2 cores, shuffled 4 KiB page-heads: burst 0.5-0.6 of the streaming
-/// read, spread 0.8-0.9. Lines go to L1 (prefetcht0 measured 3-5% above prefetcht1 into L2).
-/// The walk runs between the FMAs, so start() lays the tile out as runs of line pairs and a
-/// step is a few instructions: two prefetches and pointer bumps.
-template <class KV>
-struct SpreadPrefetcher {
-  static constexpr std::int64_t kLine = 64;
-  /// `lines` steps of K line k + i * 64 with V line v + i * 64; v == nullptr: K alone. K and V
-  /// rows of a page span start at their own alignment mod 64, so their line counts may differ
-  /// by one: the longer one's last line is a run of its own (passed as k).
-  struct Run {
-    const char* k = nullptr;
-    const char* v = nullptr;
-    std::int64_t lines = 0;
-  };
-  Run runs[2 * kSimdLanes] = {};  ///< at most two per page span, one span per token
-  std::int32_t num_runs = 0;
-  std::int32_t next_run = 0;
-  const char* k = nullptr;  ///< the current run's next lines
-  const char* v = nullptr;
-  std::int64_t left = 0;   ///< steps left in the current run
-  std::int64_t lines = 0;  ///< steps the whole tile takes
-
-  /// Targets tokens [begin, min(begin + 16, end)) of `src`; nothing when begin >= end.
-  void start(const KvHeadSource<KV>& src, std::int64_t begin, std::int64_t end,
-             std::int64_t row_bytes) noexcept {
-    num_runs = next_run = 0;
-    left = lines = 0;
-    end = std::min<std::int64_t>(end, begin + kSimdLanes);
-    for (std::int64_t tok = begin; tok < end;) {
-      const std::int64_t page = tok / src.block_size;
-      const std::int64_t slot = tok - page * src.block_size;
-      const std::int64_t n = std::min(end - tok, src.block_size - slot);
-      const std::int64_t off = src.pages[page] * src.block_stride + slot * src.token_stride;
-      const auto* kp = reinterpret_cast<const char*>(src.k + off);
-      const auto* vp = reinterpret_cast<const char*>(src.v + off);
-      const auto k_mis = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(kp) % kLine);
-      const auto v_mis = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(vp) % kLine);
-      const std::int64_t k_lines = (n * row_bytes + k_mis + kLine - 1) / kLine;
-      const std::int64_t v_lines = (n * row_bytes + v_mis + kLine - 1) / kLine;
-      const std::int64_t both = std::min(k_lines, v_lines);
-      runs[num_runs++] = {kp - k_mis, vp - v_mis, both};
-      if (k_lines != v_lines) {
-        const char* longer = k_lines > v_lines ? kp - k_mis : vp - v_mis;
-        runs[num_runs++] = {longer + both * kLine, nullptr, 1};
-      }
-      lines += std::max(k_lines, v_lines);
-      tok += n;
-    }
-  }
-
-  /// Every line of the tile has been issued.
-  bool done() const noexcept { return left == 0 && next_run == num_runs; }
-
-  /// Issues the next `n` steps, each one line of K and the line of V at the same offset.
-  INFERKIT_FORCEINLINE void issue(std::int64_t n) noexcept { walk(n, prefetch_line); }
-
-  /// Calls on_line(line) for the lines of the next `n` steps (issue's walk; tests record it).
-  template <class OnLine>
-  INFERKIT_FORCEINLINE void walk(std::int64_t n, OnLine&& on_line) noexcept {
-    for (; n > 0; --n) {
-      if (left == 0) {
-        if (next_run == num_runs) return;
-        k = runs[next_run].k;
-        v = runs[next_run].v;
-        left = runs[next_run].lines;
-        ++next_run;
-      }
-      on_line(k);
-      k += kLine;
-      if (v != nullptr) {
-        on_line(v);
-        v += kLine;
-      }
-      --left;
-    }
-  }
-};
-
-/// Prefetches the K and V rows of tokens [begin, end) of `src` all at once, tile by tile through
-/// `pf`: for the start of a range, and for the prefill path, whose compute per tile hides a
-/// burst.
-template <class KV>
-inline void prefetch_tokens(SpreadPrefetcher<KV>& pf, const KvHeadSource<KV>& src,
-                            std::int64_t begin, std::int64_t end, std::int64_t row_bytes) noexcept {
-  for (std::int64_t tok = begin; tok < end; tok += kSimdLanes) {
-    pf.start(src, tok, end, row_bytes);
-    pf.issue(pf.lines);
-  }
-}
 
 /// Converts tokens [tok0, tok0 + count) (count <= 16) of `src` to fp32 rows of `padded_dim`
 /// floats in k_tile / v_tile, applying quantization scales. Only valid tokens are read.
@@ -300,49 +171,6 @@ inline void pv_rows(AttentionScratch& s, std::int32_t r0, std::int32_t chunks, s
   for (; c + 2 <= chunks; c += 2) pv_block<Simd, kRows, 2>(s, r0, c, count, padded_dim);
   if (c < chunks) pv_block<Simd, kRows, 1>(s, r0, c, count, padded_dim);
 }
-
-/// Addresses (and quantization scales) of the K/V rows of tokens [tok0, tok0 + count) of `src`,
-/// walking the page table; lanes >= count get scale 1 and are never dereferenced.
-template <class KV>
-struct TileRows {
-  const KV* k[kSimdLanes];
-  const KV* v[kSimdLanes];
-  alignas(64) float k_scale[kSimdLanes];
-  alignas(64) float v_scale[kSimdLanes];
-
-  void gather(const KvHeadSource<KV>& src, std::int64_t tok0, std::int32_t count) noexcept {
-    std::int64_t page = tok0 / src.block_size;
-    auto slot = static_cast<std::int32_t>(tok0 - page * src.block_size);
-    if (slot + count <= src.block_size && src.scale_mode == KvScaleMode::kNone) {
-      // The whole tile lies in one page: rows are token_stride apart.
-      const std::int64_t off = src.pages[page] * src.block_stride + slot * src.token_stride;
-      for (std::int32_t j = 0; j < count; ++j) {
-        k[j] = src.k + off + j * src.token_stride;
-        v[j] = src.v + off + j * src.token_stride;
-      }
-      return;
-    }
-    for (std::int32_t j = 0; j < count; ++j) {
-      const std::int32_t block = src.pages[page];
-      const std::int64_t off = block * src.block_stride + slot * src.token_stride;
-      k[j] = src.k + off;
-      v[j] = src.v + off;
-      if (src.scale_mode != KvScaleMode::kNone) {
-        const std::int64_t si = src.scale_index(block, slot);
-        k_scale[j] = src.k_scale != nullptr ? src.k_scale[si] : 1.0f;
-        v_scale[j] = src.v_scale != nullptr ? src.v_scale[si] : 1.0f;
-      }
-      if (++slot == src.block_size) {
-        slot = 0;
-        ++page;
-      }
-    }
-    for (std::int32_t j = count; j < kSimdLanes; ++j) {
-      k_scale[j] = 1.0f;
-      v_scale[j] = 1.0f;
-    }
-  }
-};
 
 /// Loads 16 stored elements (or `n` < 16, zero-filled) as floats.
 template <class Simd, int kHeadDim, class KV>

@@ -1,18 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// White-box tests of the CPU decode kernel's spread prefetcher (cpu/detail/attention_tile.hpp):
+// White-box tests of the CPU decode kernel's spread prefetcher (cpu/detail/spread_prefetcher.hpp):
 // the lines it walks for a future tile must be exactly the cache lines holding that tile's K and
 // V rows, page table followed, for any page size, row size and tile position. A wrong walk
-// cannot change results, only speed, so the numeric tests would never notice it. Also the
-// vector compare that lets the online softmax skip its horizontal max.
+// cannot change results, only speed, so the numeric tests would never notice it.
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <cmath>
 #include <cstdint>
-#include <inferkit/attention/cpu/detail/attention_tile.hpp>
+#include <inferkit/attention/cpu/detail/spread_prefetcher.hpp>
 #include <inferkit/core/float16.hpp>
 #include <inferkit/core/rng.hpp>
-#include <iterator>
-#include <limits>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -117,7 +113,7 @@ void check_walks_exactly_the_tile(std::int32_t block_size, std::int32_t head_dim
 
 }  // namespace
 
-TEST_CASE("attention_tile: spread prefetch walks exactly the lines of the future tile",
+TEST_CASE("SpreadPrefetcher: spread prefetch walks exactly the lines of the future tile",
           "[attention]") {
   Rng rng(2024);
   for (const std::int32_t block_size : {1, 3, 8, 16, 32}) {
@@ -129,7 +125,7 @@ TEST_CASE("attention_tile: spread prefetch walks exactly the lines of the future
   }
 }
 
-TEST_CASE("attention_tile: spread prefetch of an empty range walks nothing", "[attention]") {
+TEST_CASE("SpreadPrefetcher: spread prefetch of an empty range walks nothing", "[attention]") {
   Rng rng(7);
   Pool<float16> pool(16, 2, 128, 4, rng);
   SpreadPrefetcher<const float16> pf;
@@ -138,25 +134,4 @@ TEST_CASE("attention_tile: spread prefetch of an empty range walks nothing", "[a
   pf.walk(1000, [&](const char*) { ++walked; });
   CHECK(pf.lines == 0);
   CHECK(walked == 0);
-}
-
-TEMPLATE_TEST_CASE("attention_tile: any_greater agrees with a scalar scan", "[attention]",
-                   detail::SimdPortable, detail::SimdNative) {
-  Rng rng(11);
-  for (int trial = 0; trial < 200; ++trial) {
-    float lanes[detail::kSimdLanes];
-    for (float& x : lanes) x = static_cast<float>(rng.next_u32() % 200) - 100.0f;
-    if (trial % 3 == 0) lanes[rng.next_u32() % detail::kSimdLanes] = std::nanf("");
-    const float m = static_cast<float>(rng.next_u32() % 240) - 120.0f;
-    bool want = false;
-    for (const float x : lanes) want = want || x > m;  // NaN > m is false
-    CHECK(TestType::any_greater(TestType::load(lanes), m) == want);
-  }
-  float all_nan[detail::kSimdLanes];
-  std::fill(std::begin(all_nan), std::end(all_nan), std::nanf(""));
-  CHECK_FALSE(TestType::any_greater(TestType::load(all_nan), -1e30f));
-  float neg_inf[detail::kSimdLanes];
-  std::fill(std::begin(neg_inf), std::end(neg_inf), -std::numeric_limits<float>::infinity());
-  CHECK_FALSE(
-      TestType::any_greater(TestType::load(neg_inf), -std::numeric_limits<float>::infinity()));
 }

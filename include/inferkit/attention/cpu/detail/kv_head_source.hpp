@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+// How the CPU attention kernels address one KV head of one sequence in paged KV: the page
+// table, strides and quantization scales (KvHeadSource), and the row addresses of a 16-token
+// tile gathered along the page table (TileRows).
+#pragma once
+
+#include <cstdint>
+#include <inferkit/attention/cpu/detail/simd.hpp>
+
+namespace inferkit::detail {
+
+/// How stored K/V values are scaled: not at all, one scale per (block, head) (fp8), or one per
+/// (block, head, slot) (int8).
+enum class KvScaleMode : std::uint8_t { kNone, kPerBlockHead, kPerToken };
+
+/// One KV head of one sequence: the pages it owns and how to address a token in them.
+template <class KV>
+struct KvHeadSource {
+  const KV* k = nullptr;  ///< view.k + head * head_stride (add block * block_stride)
+  const KV* v = nullptr;
+  const float* k_scale = nullptr;  ///< nullptr: scale 1
+  const float* v_scale = nullptr;
+  KvScaleMode scale_mode = KvScaleMode::kNone;
+  const std::int32_t* pages = nullptr;  ///< the sequence's physical block ids, logical order
+  std::int64_t block_stride = 0;        ///< elements
+  std::int64_t token_stride = 0;        ///< elements
+  std::int32_t block_size = 0;
+  std::int32_t num_kv_heads = 0;
+  std::int32_t head = 0;
+
+  std::int64_t scale_index(std::int32_t block, std::int32_t slot) const noexcept {
+    return scale_mode == KvScaleMode::kPerToken
+               ? (std::int64_t{block} * num_kv_heads + head) * block_size + slot
+               : std::int64_t{block} * num_kv_heads + head;
+  }
+};
+
+/// Addresses (and quantization scales) of the K/V rows of tokens [tok0, tok0 + count) of `src`,
+/// walking the page table; lanes >= count get scale 1 and are never dereferenced.
+template <class KV>
+struct TileRows {
+  const KV* k[kSimdLanes];
+  const KV* v[kSimdLanes];
+  alignas(64) float k_scale[kSimdLanes];
+  alignas(64) float v_scale[kSimdLanes];
+
+  void gather(const KvHeadSource<KV>& src, std::int64_t tok0, std::int32_t count) noexcept {
+    std::int64_t page = tok0 / src.block_size;
+    auto slot = static_cast<std::int32_t>(tok0 - page * src.block_size);
+    if (slot + count <= src.block_size && src.scale_mode == KvScaleMode::kNone) {
+      // The whole tile lies in one page: rows are token_stride apart.
+      const std::int64_t off = src.pages[page] * src.block_stride + slot * src.token_stride;
+      for (std::int32_t j = 0; j < count; ++j) {
+        k[j] = src.k + off + j * src.token_stride;
+        v[j] = src.v + off + j * src.token_stride;
+      }
+      return;
+    }
+    for (std::int32_t j = 0; j < count; ++j) {
+      const std::int32_t block = src.pages[page];
+      const std::int64_t off = block * src.block_stride + slot * src.token_stride;
+      k[j] = src.k + off;
+      v[j] = src.v + off;
+      if (src.scale_mode != KvScaleMode::kNone) {
+        const std::int64_t si = src.scale_index(block, slot);
+        k_scale[j] = src.k_scale != nullptr ? src.k_scale[si] : 1.0f;
+        v_scale[j] = src.v_scale != nullptr ? src.v_scale[si] : 1.0f;
+      }
+      if (++slot == src.block_size) {
+        slot = 0;
+        ++page;
+      }
+    }
+    for (std::int32_t j = count; j < kSimdLanes; ++j) {
+      k_scale[j] = 1.0f;
+      v_scale[j] = 1.0f;
+    }
+  }
+};
+
+}  // namespace inferkit::detail
