@@ -1,17 +1,123 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of the CPU attention kernels' vector vocabulary (cpu/detail/simd.hpp), for the portable
-// and the native (AVX-512 where built) policies alike.
+// and the native (AVX-512 where built) policies alike: the bulk KV conversions against the scalar
+// kv_to_float (every 8- and 16-bit pattern), the horizontal reductions, lane masking and the
+// shifted exp of the online softmax against double precision.
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <inferkit/attention/cpu/detail/simd.hpp>
+#include <inferkit/core/bfloat16.hpp>
+#include <inferkit/core/float16.hpp>
+#include <inferkit/core/float8.hpp>
 #include <inferkit/core/rng.hpp>
 #include <iterator>
 #include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#if __has_include(<sys/mman.h>) && __has_include(<unistd.h>)
+#  include <sys/mman.h>
+#  include <unistd.h>
+#  define INFERKIT_TEST_HAS_MMAN 1
+#else
+#  define INFERKIT_TEST_HAS_MMAN 0
+#endif
 
 namespace {
 
 using namespace inferkit;
+using detail::kSimdLanes;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+using Lanes = std::array<float, kSimdLanes>;
+
+template <class Simd>
+Lanes lanes_of(typename Simd::V v) {
+  Lanes out;
+  Simd::store(out.data(), v);
+  return out;
+}
+
+template <class T>
+std::string type_name() {
+  if constexpr (std::is_same_v<T, float>) return "fp32";
+  if constexpr (std::is_same_v<T, float16>) return "fp16";
+  if constexpr (std::is_same_v<T, bfloat16>) return "bf16";
+  if constexpr (std::is_same_v<T, float8_e4m3>) return "fp8_e4m3";
+  if constexpr (std::is_same_v<T, float8_e5m2>) return "fp8_e5m2";
+  if constexpr (std::is_same_v<T, std::int8_t>) return "int8";
+  return "?";
+}
+
+/// The stored element with raw bits `b` (low bits used), NaN and inf encodings included.
+template <class T>
+T element_from_bits(std::uint32_t b) {
+  if constexpr (std::is_same_v<T, float>) {
+    return std::bit_cast<float>(b);
+  } else if constexpr (std::is_same_v<T, std::int8_t>) {
+    return std::bit_cast<std::int8_t>(static_cast<std::uint8_t>(b));
+  } else {
+    using Bits = decltype(T::bits);
+    return T::from_bits(static_cast<Bits>(b));
+  }
+}
+
+/// Lanes [0, min(n, 16)) are kv_to_float(p[i]) bit for bit; the others are +0.
+template <class T>
+void check_converted(const T* p, int n, const Lanes& got) {
+  for (int i = 0; i < kSimdLanes; ++i) {
+    const float want = i < n ? detail::kv_to_float(p[i]) : 0.0f;
+    INFO(type_name<T>() << " n " << n << " lane " << i << " got "
+                        << got[static_cast<std::size_t>(i)] << " want " << want);
+    CHECK(std::bit_cast<std::uint32_t>(got[static_cast<std::size_t>(i)]) ==
+          std::bit_cast<std::uint32_t>(want));
+  }
+}
+
+template <class Simd, class T>
+void check_load_kv(Rng& rng) {
+  // Every bit pattern of the 8- and 16-bit types (NaN, inf, subnormals, -0 included), 16 at a
+  // time; fp32 is a plain load, so random patterns suffice.
+  constexpr std::uint32_t kPatterns = sizeof(T) == 4 ? 4096u : 1u << (8 * sizeof(T));
+  std::vector<T> all(kPatterns);
+  for (std::uint32_t i = 0; i < kPatterns; ++i) {
+    all[i] = element_from_bits<T>(sizeof(T) == 4 ? rng.next_u32() : i);
+  }
+  for (std::uint32_t i = 0; i < kPatterns; i += kSimdLanes) {
+    check_converted(all.data() + i, kSimdLanes, lanes_of<Simd>(Simd::load_kv(all.data() + i, 16)));
+  }
+  // Partial loads: n = 1..16, and n > 16 (loads 16), from random patterns at random offsets.
+  T buf[48];
+  for (int n = 1; n <= 20; ++n) {
+    for (int trial = 0; trial < 20; ++trial) {
+      for (T& x : buf) x = element_from_bits<T>(rng.next_u32());
+      const T* p = buf + rng.below(17);
+      check_converted(p, std::min(n, kSimdLanes), lanes_of<Simd>(Simd::load_kv(p, n)));
+    }
+  }
+}
+
+/// Horizontal sum of one vector's lanes in double.
+double lane_sum(const Lanes& a) {
+  double s = 0.0;
+  for (const float x : a) s += x;
+  return s;
+}
+
+/// Bound on the rounding error of any order of summing the 16 lanes in fp32: 15 additions, each
+/// within 2^-24 of its partial sum, which is at most the sum of magnitudes.
+double sum_error_bound(const Lanes& a) {
+  double mag = 0.0;
+  for (const float x : a) mag += std::abs(static_cast<double>(x));
+  return 15.0 * 0x1.0p-24 * mag;
+}
 
 }  // namespace
 
@@ -35,3 +141,279 @@ TEMPLATE_TEST_CASE("Simd: any_greater agrees with a scalar scan", "[attention]",
   CHECK_FALSE(
       TestType::any_greater(TestType::load(neg_inf), -std::numeric_limits<float>::infinity()));
 }
+
+TEMPLATE_TEST_CASE("Simd: zero set1 load store mul add and fma are lane-wise", "[attention]",
+                   detail::SimdPortable, detail::SimdNative) {
+  Rng rng(3);
+  // Small integers and halves: every product and sum is exact, fused or not.
+  Lanes a, b, c;
+  for (int i = 0; i < kSimdLanes; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    a[u] = static_cast<float>(static_cast<int>(rng.below(64)) - 32) * 0.5f;
+    b[u] = static_cast<float>(static_cast<int>(rng.below(64)) - 32);
+    c[u] = static_cast<float>(static_cast<int>(rng.below(1024)) - 512) * 0.25f;
+  }
+  const auto va = TestType::load(a.data());
+  const auto vb = TestType::load(b.data());
+  const auto vc = TestType::load(c.data());
+  CHECK(lanes_of<TestType>(va) == a);
+  const Lanes zero = lanes_of<TestType>(TestType::zero());
+  const Lanes seven = lanes_of<TestType>(TestType::set1(-7.25f));
+  const Lanes prod = lanes_of<TestType>(TestType::mul(va, vb));
+  const Lanes sum = lanes_of<TestType>(TestType::add(va, vc));
+  const Lanes fused = lanes_of<TestType>(TestType::fma(va, vb, vc));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(std::bit_cast<std::uint32_t>(zero[i]) == 0u);  // +0
+    CHECK(seven[i] == -7.25f);
+    CHECK(prod[i] == a[i] * b[i]);
+    CHECK(sum[i] == a[i] + c[i]);
+    CHECK(fused[i] == a[i] * b[i] + c[i]);
+  }
+  // store writes exactly 16 floats.
+  float out[kSimdLanes + 2];
+  std::fill(std::begin(out), std::end(out), -1.0f);
+  TestType::store(out + 1, va);
+  CHECK(out[0] == -1.0f);
+  CHECK(out[kSimdLanes + 1] == -1.0f);
+  CHECK(std::equal(a.begin(), a.end(), out + 1));
+}
+
+TEMPLATE_TEST_CASE("Simd: load_kv converts every storage type like kv_to_float with zero tails",
+                   "[attention]", detail::SimdPortable, detail::SimdNative) {
+  Rng rng(17);
+  check_load_kv<TestType, float>(rng);
+  check_load_kv<TestType, float16>(rng);
+  check_load_kv<TestType, bfloat16>(rng);
+  check_load_kv<TestType, float8_e4m3>(rng);
+  check_load_kv<TestType, float8_e5m2>(rng);
+  check_load_kv<TestType, std::int8_t>(rng);
+}
+
+#if INFERKIT_TEST_HAS_MMAN
+namespace {
+
+/// Loads the last n (1..15) elements before an inaccessible page: a read of element n (or any
+/// further one) faults, so the test crashes instead of passing if load_kv reads past n.
+template <class Simd, class T>
+void check_load_kv_stops_at_n(Rng& rng) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  void* map = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(map != MAP_FAILED);
+  char* base = static_cast<char*>(map);
+  REQUIRE(mprotect(base + page, page, PROT_NONE) == 0);
+  T* end = reinterpret_cast<T*>(base + page);
+  for (std::size_t i = 1; i <= kSimdLanes; ++i) *(end - i) = element_from_bits<T>(rng.next_u32());
+  for (int n = 1; n < kSimdLanes; ++n) {
+    const T* p = end - n;
+    check_converted(p, n, lanes_of<Simd>(Simd::load_kv(p, n)));
+  }
+  munmap(map, 2 * page);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("Simd: load_kv reads no element at or past n", "[attention]",
+                   detail::SimdPortable, detail::SimdNative) {
+  Rng rng(19);
+  check_load_kv_stops_at_n<TestType, float>(rng);
+  check_load_kv_stops_at_n<TestType, float16>(rng);
+  check_load_kv_stops_at_n<TestType, bfloat16>(rng);
+  check_load_kv_stops_at_n<TestType, float8_e4m3>(rng);
+  check_load_kv_stops_at_n<TestType, float8_e5m2>(rng);
+  check_load_kv_stops_at_n<TestType, std::int8_t>(rng);
+}
+#endif
+
+#if INFERKIT_HAS_AVX512
+namespace {
+
+template <class T>
+void check_load_kv_full(Rng& rng) {
+  constexpr std::uint32_t kPatterns = sizeof(T) == 4 ? 4096u : 1u << (8 * sizeof(T));
+  std::vector<T> all(kPatterns);
+  for (std::uint32_t i = 0; i < kPatterns; ++i) {
+    all[i] = element_from_bits<T>(sizeof(T) == 4 ? rng.next_u32() : i);
+  }
+  for (std::uint32_t i = 0; i < kPatterns; i += kSimdLanes) {
+    check_converted(all.data() + i, kSimdLanes,
+                    lanes_of<detail::SimdAvx512>(detail::SimdAvx512::load_kv_full(all.data() + i)));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("SimdAvx512: load_kv_full converts every storage type like kv_to_float", "[attention]") {
+  Rng rng(23);
+  check_load_kv_full<float>(rng);
+  check_load_kv_full<float16>(rng);
+  check_load_kv_full<bfloat16>(rng);
+  check_load_kv_full<float8_e4m3>(rng);
+  check_load_kv_full<float8_e5m2>(rng);
+  check_load_kv_full<std::int8_t>(rng);
+}
+#endif
+
+TEMPLATE_TEST_CASE("Simd: reduce16 puts the sum of acc[j] in lane j", "[attention]",
+                   detail::SimdPortable, detail::SimdNative) {
+  Rng rng(29);
+  for (int trial = 0; trial < 200; ++trial) {
+    // Odd trials: integers, whose sums are exact in any order, so a lane mix-up cannot hide in
+    // the tolerance. Even trials: floats of mixed magnitude.
+    const bool exact = trial % 2 == 1;
+    Lanes in[kSimdLanes];
+    typename TestType::V acc[kSimdLanes];
+    for (int j = 0; j < kSimdLanes; ++j) {
+      for (float& x : in[j]) {
+        x = exact ? static_cast<float>(static_cast<int>(rng.below(20001)) - 10000)
+                  : (2.0f * rng.uniform() - 1.0f) *
+                        std::ldexp(1.0f, static_cast<int>(rng.below(9)) - 4);
+      }
+      acc[j] = TestType::load(in[j].data());
+    }
+    const Lanes got = lanes_of<TestType>(TestType::reduce16(acc));
+    for (int j = 0; j < kSimdLanes; ++j) {
+      const Lanes& row = in[j];
+      INFO("trial " << trial << " lane " << j);
+      if (exact) {
+        CHECK(got[static_cast<std::size_t>(j)] == static_cast<float>(lane_sum(row)));
+      } else {
+        CHECK(std::abs(got[static_cast<std::size_t>(j)] - lane_sum(row)) <= sum_error_bound(row));
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("Simd: reduce_max and reduce_add over all 16 lanes", "[attention]",
+                   detail::SimdPortable, detail::SimdNative) {
+  Rng rng(31);
+  for (int trial = 0; trial < 300; ++trial) {
+    Lanes a;
+    for (float& x : a) x = (2.0f * rng.uniform() - 1.0f) * 100.0f;
+    // Masked-out scores are -inf in the kernel: some lanes, or all but one.
+    const std::uint32_t drop = trial % 3 == 0 ? rng.next_u32() : 0u;
+    for (int i = 0; i < kSimdLanes; ++i) {
+      if (((drop >> i) & 1u) != 0) a[static_cast<std::size_t>(i)] = -kInf;
+    }
+    if (trial % 10 == 0) {  // the maximum in one chosen lane, every lane over the trials
+      std::fill(a.begin(), a.end(), -kInf);
+      a[static_cast<std::size_t>(trial / 10 % kSimdLanes)] = -3.5f;
+    }
+    const auto v = TestType::load(a.data());
+    INFO("trial " << trial);
+    CHECK(TestType::reduce_max(v) == *std::max_element(a.begin(), a.end()));
+    const bool finite = std::all_of(a.begin(), a.end(), [](float x) { return std::isfinite(x); });
+    if (finite) {
+      CHECK(std::abs(TestType::reduce_add(v) - lane_sum(a)) <= sum_error_bound(a));
+    }
+  }
+  Lanes ints;
+  for (std::size_t i = 0; i < ints.size(); ++i) ints[i] = static_cast<float>(1 << i);
+  CHECK(TestType::reduce_add(TestType::load(ints.data())) == 65535.0f);  // each lane once
+  CHECK(TestType::reduce_max(TestType::set1(-kInf)) == -kInf);
+  CHECK(TestType::reduce_add(TestType::zero()) == 0.0f);
+}
+
+TEMPLATE_TEST_CASE("Simd: keep_or keeps the lanes of set bits and fills the others", "[attention]",
+                   detail::SimdPortable, detail::SimdNative) {
+  Rng rng(37);
+  for (int trial = 0; trial < 300; ++trial) {
+    Lanes a;
+    for (float& x : a) x = std::bit_cast<float>(rng.next_u32());  // NaNs and infs kept as bits
+    std::uint32_t keep = rng.next_u32();                          // bits 16..31 must not matter
+    if (trial == 0) keep = 0u;
+    if (trial == 1) keep = 0xFFFFu;
+    if (trial == 2) keep = 0xFFFF0000u;
+    const float fill = trial % 3 == 0 ? -kInf : (trial % 3 == 1 ? 0.0f : -2.5f);
+    const Lanes got = lanes_of<TestType>(TestType::keep_or(TestType::load(a.data()), keep, fill));
+    for (int i = 0; i < kSimdLanes; ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      const float want = ((keep >> i) & 1u) != 0 ? a[u] : fill;
+      INFO("trial " << trial << " keep " << keep << " lane " << i);
+      CHECK(std::bit_cast<std::uint32_t>(got[u]) == std::bit_cast<std::uint32_t>(want));
+    }
+  }
+}
+
+namespace {
+
+/// Checks exp(a - m) lanes against double precision. The difference a - m is formed in fp32 (as
+/// both policies form it) and the reference is std::exp of that float in double, so only the exp
+/// is measured. Relative error <= 1e-6 where the result is a normal float; below FLT_MIN
+/// (arguments under about -87.3) the result is subnormal and holds only a few significant bits,
+/// so the bound adds one subnormal ulp (denorm_min) of absolute error. Non-kept lanes are +0.
+template <class Simd>
+void check_exp_lanes(const Lanes& a, float m, std::uint32_t keep, const Lanes& got) {
+  for (int i = 0; i < kSimdLanes; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    INFO("a " << a[u] << " m " << m << " a - m " << a[u] - m << " got " << got[u]);
+    if (((keep >> i) & 1u) == 0) {
+      CHECK(std::bit_cast<std::uint32_t>(got[u]) == 0u);
+      continue;
+    }
+    const float d = a[u] - m;
+    const double want = std::exp(static_cast<double>(d));
+    CHECK(got[u] >= 0.0f);
+    CHECK(std::abs(static_cast<double>(got[u]) - want) <=
+          1e-6 * want + std::numeric_limits<float>::denorm_min());
+    if (d == 0.0f) CHECK(got[u] == 1.0f);
+    if (d == -kInf) CHECK(got[u] == 0.0f);
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("Simd: exp_shifted matches exp(a - m) in double and zeroes lanes not kept",
+                   "[attention]", detail::SimdPortable, detail::SimdNative) {
+  Rng rng(41);
+  // Named arguments a - m (m = 0): 0, just below 0, +-ln2/2 rounding edges, the normal/subnormal
+  // edge (-87.33), -87, -100 (subnormal), the last nonzero float (-103.97), -120, beyond, -inf.
+  const float named[] = {0.0f,     -0.0f,    -1e-30f,  -1e-7f,    -0.34657359f, -0.3465736f,
+                         -0.5f,    -1.0f,    -10.0f,   -87.0f,    -87.3365f,    -87.5f,
+                         -100.0f,  -103.97f, -103.98f, -110.0f,   -120.0f,      -121.0f,
+                         -1000.0f, -3.4e38f, -kInf,    -88.72283f};
+  std::vector<float> args(std::begin(named), std::end(named));
+  for (int i = 0; i <= 2000; ++i) args.push_back(-static_cast<float>(i) * 0.0625f);  // to -125
+  for (int i = 0; i < 4000; ++i) args.push_back(-130.0f * rng.uniform());
+  for (int i = 0; i < 1000; ++i) args.push_back(-rng.uniform());
+  while (args.size() % kSimdLanes != 0) args.push_back(-kInf);
+
+  const float shifts[] = {0.0f, 3.25f, -17.5f, 1000.0f};
+  for (const float m : shifts) {
+    for (std::size_t i = 0; i < args.size(); i += kSimdLanes) {
+      // a = arg + m, so a - m is arg up to the rounding of the sum (the reference uses a - m).
+      Lanes a;
+      for (std::size_t l = 0; l < a.size(); ++l) a[l] = args[i + l] + m;
+      const auto va = TestType::load(a.data());
+      check_exp_lanes<TestType>(a, m, 0xFFFFu,
+                                lanes_of<TestType>(TestType::exp_shifted(va, m, 0xFFFFu)));
+      // A random keep mask; lanes not kept may hold anything (NaN, +inf) and still give +0.
+      const std::uint32_t keep = rng.next_u32() & 0xFFFFu;
+      Lanes junk = a;
+      for (int l = 0; l < kSimdLanes; ++l) {
+        if (((keep >> l) & 1u) == 0) junk[static_cast<std::size_t>(l)] = l % 2 == 0 ? kNaN : kInf;
+      }
+      check_exp_lanes<TestType>(
+          junk, m, keep,
+          lanes_of<TestType>(TestType::exp_shifted(TestType::load(junk.data()), m, keep)));
+    }
+  }
+}
+
+#if INFERKIT_HAS_AVX512
+TEST_CASE("SimdAvx512: exp_nonpositive matches exp in double for 0 down to -inf", "[attention]") {
+  using Simd = detail::SimdAvx512;
+  Rng rng(43);
+  std::vector<float> args = {0.0f, -0.0f, -87.0f, -100.0f, -120.0f, -120.5f, -1e4f, -kInf};
+  for (int i = 0; i < 16000; ++i) args.push_back(-130.0f * rng.uniform());
+  for (int i = 0; i < 4000; ++i)
+    args.push_back(-std::ldexp(rng.uniform(), -static_cast<int>(rng.below(30))));
+  while (args.size() % kSimdLanes != 0) args.push_back(-1.0f);
+  for (std::size_t i = 0; i < args.size(); i += kSimdLanes) {
+    Lanes a;
+    std::copy_n(args.begin() + static_cast<std::ptrdiff_t>(i), kSimdLanes, a.begin());
+    // exp_nonpositive(x) is exp_shifted(x, 0, all lanes) before the mask.
+    check_exp_lanes<Simd>(a, 0.0f, 0xFFFFu,
+                          lanes_of<Simd>(Simd::exp_nonpositive(Simd::load(a.data()))));
+  }
+}
+#endif

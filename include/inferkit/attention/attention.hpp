@@ -61,7 +61,9 @@ struct PagedPrefillArgs {
   std::int32_t head_dim = 0;
   /// Optional tree mask (speculative verification), ANDed with the causal/window rules: for
   /// each sequence in order, [n_s][seq_len(s)] bytes, nonzero = may attend; sequences are
-  /// concatenated (sequence s starts at sum over r < s of n_r * seq_len(r)).
+  /// concatenated (sequence s starts at sum over r < s of n_r * seq_len(r)). Masked keys are
+  /// still read (weight 0 times their V), so every token up to seq_len must hold finite K/V, as
+  /// cached tokens do; only the unwritten slots past seq_len are never read.
   const std::uint8_t* custom_mask = nullptr;
   float* out = nullptr;  ///< [q_indptr[num_seqs]][num_qo_heads][head_dim]
   float* lse = nullptr;  ///< optional [q_indptr[num_seqs]][num_qo_heads], natural log

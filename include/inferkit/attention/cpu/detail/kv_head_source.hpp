@@ -36,7 +36,8 @@ struct KvHeadSource {
 };
 
 /// Addresses (and quantization scales) of the K/V rows of tokens [tok0, tok0 + count) of `src`,
-/// walking the page table; lanes >= count get scale 1 and are never dereferenced.
+/// walking the page table; lanes >= count are never dereferenced, and get scale 1 when the
+/// source is scaled (scales are read only then).
 template <class KV>
 struct TileRows {
   const KV* k[kSimdLanes];
