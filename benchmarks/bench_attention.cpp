@@ -311,11 +311,12 @@ double time_calls(benchmark::State& state, std::int32_t replicas, Fn&& fn) {
 }
 
 /// Decode arguments over the pool for queries `q` into `out`; the caller sets `pages`.
-PagedDecodeArgs<float16> decode_args(const std::vector<float>& q, std::vector<float>& out) {
+PagedDecodeArgs<float16> decode_args(const std::vector<float>& q, std::vector<float>& out,
+                                     std::int32_t num_qo_heads = kQoHeads) {
   PagedDecodeArgs<float16> args;
   args.q = q.data();
   args.kv = KvPool::get().view;
-  args.num_qo_heads = kQoHeads;
+  args.num_qo_heads = num_qo_heads;
   args.head_dim = kHeadDim;
   args.out = out.data();
   return args;
@@ -340,18 +341,21 @@ struct StreamCursor {
 /// on the case's page tables, a streaming read of the same number of bytes and, for shuffled
 /// pages, the same kernel on an identity page table; the ratios are of the summed times, so
 /// a shared machine's drift (its bandwidth moves by 20-30% over minutes here) hits all three
-/// alike instead of whichever was measured at a bad moment.
+/// alike instead of whichever was measured at a bad moment. `group` query heads share each of
+/// the 8 KV heads: 4 is Llama-3-8B (the target shape); 8 (Llama-3-70B) doubles the FMAs per
+/// byte, and 1 (multi-head) sends 4x the query rows through the same pages one at a time.
 void BM_PagedDecode(benchmark::State& state) {
   const auto batch = static_cast<std::int32_t>(state.range(0));
   const auto ctx = static_cast<std::int32_t>(state.range(1));
   const bool shuffled = state.range(2) != 0;
+  const auto num_qo_heads = static_cast<std::int32_t>(state.range(3)) * kKvHeads;
   const double stream = stream_bytes_per_second();
   const double fma_peak = fma_peak_per_second();
   const PageSets sets(batch, ctx, shuffled);
   const PageSets identity(batch, ctx, false);
-  const auto q = random_queries(static_cast<std::size_t>(batch * kQoHeads * kHeadDim), 1);
+  const auto q = random_queries(static_cast<std::size_t>(batch * num_qo_heads * kHeadDim), 1);
   std::vector<float> out(q.size());
-  PagedDecodeArgs<float16> args = decode_args(q, out);
+  PagedDecodeArgs<float16> args = decode_args(q, out, num_qo_heads);
   const double bytes = 2.0 * batch * ctx * kKvHeads * kHeadDim * sizeof(float16);
   const auto run = [&](const PageSets& s, std::int32_t r) {
     args.pages = s.table(r % s.replicas);
@@ -375,7 +379,7 @@ void BM_PagedDecode(benchmark::State& state) {
   }
   const double sec = kernel_s / static_cast<double>(std::max<std::int64_t>(calls, 1));
   const double bps = bytes / sec;
-  const double fmas = 2.0 * batch * ctx * kQoHeads * kHeadDim;  // QK + PV multiply-adds
+  const double fmas = 2.0 * batch * ctx * num_qo_heads * kHeadDim;  // QK + PV multiply-adds
   state.counters["kv_bytes_per_second"] = bps;
   state.counters["stream_bytes_per_second"] = bytes * static_cast<double>(calls) / stream_s;
   state.counters["ratio_vs_stream"] = stream_s / kernel_s;
@@ -507,8 +511,10 @@ void BM_StreamRead(benchmark::State& state) {
 BENCHMARK(BM_StreamRead)->Iterations(1)->Unit(benchmark::kMillisecond);
 // Identity table first (paged-vs-contiguous ratio is reported on the shuffled run).
 BENCHMARK(BM_PagedDecode)
-    ->ArgNames({"batch", "ctx", "shuffled"})
-    ->ArgsProduct({{1, 8, 32}, {1024, 4096, 16384}, {0, 1}})
+    ->ArgNames({"batch", "ctx", "shuffled", "group"})
+    ->ArgsProduct({{1, 8, 32}, {1024, 4096, 16384}, {0, 1}, {4}})
+    ->Args({8, 4096, 1, 1})
+    ->Args({8, 4096, 1, 8})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.3)
     ->UseRealTime();
