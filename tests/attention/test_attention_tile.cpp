@@ -105,20 +105,10 @@ TileInputs<KV> make_inputs(const TileCase& c, Rng& rng) {
   return in;
 }
 
-/// The source run_paged_attention builds for KV head `head` of sequence 0 (fp32/fp16: no scales).
+/// The source run_paged_attention builds for KV head `head` of sequence 0.
 template <class KV>
 KvHeadSource<const KV> head_source(const PagedKVFixture<KV>& f, std::int32_t head) {
-  const PagedKVView<const KV> view = f.view();
-  KvHeadSource<const KV> src;
-  src.k = view.k + head * view.head_stride();
-  src.v = view.v + head * view.head_stride();
-  src.pages = f.indices.data() + f.indptr[0];
-  src.block_stride = view.block_stride();
-  src.token_stride = view.token_stride();
-  src.block_size = view.block_size;
-  src.num_kv_heads = view.num_kv_heads;
-  src.head = head;
-  return src;
+  return detail::make_kv_head_source(f.view(), f.indices.data() + f.indptr[0], head);
 }
 
 /// Outputs of every query head (only KV head kHead's group is written; the rest keep kSentinel).

@@ -27,17 +27,7 @@ using detail::KvHeadSource;
 using detail::KvScaleMode;
 using detail::TileRows;
 
-/// The scale mode the driver (run_paged_attention) uses for a storage type.
-template <class KV>
-constexpr KvScaleMode scale_mode_of() {
-  if constexpr (std::is_same_v<KV, std::int8_t>) {
-    return KvScaleMode::kPerToken;
-  } else if constexpr (std::is_same_v<KV, float8_e4m3> || std::is_same_v<KV, float8_e5m2>) {
-    return KvScaleMode::kPerBlockHead;
-  } else {
-    return KvScaleMode::kNone;
-  }
-}
+using detail::scale_mode_of;
 
 /// One layer's paged K/V (contents irrelevant: only addresses are checked) and a shuffled page
 /// table of one sequence. Scale entry i holds i + 0.25 for K and -(i + 0.25) for V, so a scale
@@ -85,19 +75,7 @@ struct Pool {
 
   /// The source the driver builds for KV head `head` (see run_paged_attention).
   KvHeadSource<const KV> source(std::int32_t head) const {
-    KvHeadSource<const KV> src;
-    src.k = view.k + head * view.head_stride();
-    src.v = view.v + head * view.head_stride();
-    src.k_scale = view.k_scale;
-    src.v_scale = view.v_scale;
-    src.scale_mode = scale_mode_of<KV>();
-    src.pages = pages.data();
-    src.block_stride = view.block_stride();
-    src.token_stride = view.token_stride();
-    src.block_size = view.block_size;
-    src.num_kv_heads = view.num_kv_heads;
-    src.head = head;
-    return src;
+    return detail::make_kv_head_source(view, pages.data(), head);
   }
 };
 

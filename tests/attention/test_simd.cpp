@@ -81,16 +81,22 @@ void check_converted(const T* p, int n, const Lanes& got) {
   }
 }
 
-template <class Simd, class T>
-void check_load_kv(Rng& rng) {
-  // Every bit pattern of the 8- and 16-bit types (NaN, inf, subnormals, -0 included), 16 at a
-  // time; fp32 is a plain load, so random patterns suffice.
+/// Every bit pattern of an 8- or 16-bit type (NaN, inf, subnormals, -0 included); 4096 random
+/// ones for fp32, which is a plain load.
+template <class T>
+std::vector<T> all_patterns(Rng& rng) {
   constexpr std::uint32_t kPatterns = sizeof(T) == 4 ? 4096u : 1u << (8 * sizeof(T));
   std::vector<T> all(kPatterns);
   for (std::uint32_t i = 0; i < kPatterns; ++i) {
     all[i] = element_from_bits<T>(sizeof(T) == 4 ? rng.next_u32() : i);
   }
-  for (std::uint32_t i = 0; i < kPatterns; i += kSimdLanes) {
+  return all;
+}
+
+template <class Simd, class T>
+void check_load_kv(Rng& rng) {
+  const std::vector<T> all = all_patterns<T>(rng);
+  for (std::size_t i = 0; i < all.size(); i += kSimdLanes) {
     check_converted(all.data() + i, kSimdLanes, lanes_of<Simd>(Simd::load_kv(all.data() + i, 16)));
   }
   // Partial loads: n = 1..16, and n > 16 (loads 16), from random patterns at random offsets.
@@ -229,12 +235,8 @@ namespace {
 
 template <class T>
 void check_load_kv_full(Rng& rng) {
-  constexpr std::uint32_t kPatterns = sizeof(T) == 4 ? 4096u : 1u << (8 * sizeof(T));
-  std::vector<T> all(kPatterns);
-  for (std::uint32_t i = 0; i < kPatterns; ++i) {
-    all[i] = element_from_bits<T>(sizeof(T) == 4 ? rng.next_u32() : i);
-  }
-  for (std::uint32_t i = 0; i < kPatterns; i += kSimdLanes) {
+  const std::vector<T> all = all_patterns<T>(rng);
+  for (std::size_t i = 0; i < all.size(); i += kSimdLanes) {
     check_converted(all.data() + i, kSimdLanes,
                     lanes_of<detail::SimdAvx512>(detail::SimdAvx512::load_kv_full(all.data() + i)));
   }

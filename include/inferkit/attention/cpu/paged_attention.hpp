@@ -169,24 +169,8 @@ void run_paged_attention(const PagedAttentionProblem<KV>& pb) {
 #endif
     for (std::int64_t i = 0; i < num_items; ++i) {
       const AttentionWorkItem& it = items[static_cast<std::size_t>(i)];
-      KvHeadSource<KV> src;
-      src.k = pb.kv.k + it.kv_head * pb.kv.head_stride();
-      src.v = pb.kv.v + it.kv_head * pb.kv.head_stride();
-      using Stored = std::remove_const_t<KV>;
-      if constexpr (std::is_same_v<Stored, std::int8_t>) {
-        src.scale_mode = KvScaleMode::kPerToken;
-      } else if constexpr (std::is_same_v<Stored, float8_e4m3> ||
-                           std::is_same_v<Stored, float8_e5m2>) {
-        src.scale_mode = KvScaleMode::kPerBlockHead;
-      }
-      src.k_scale = pb.kv.k_scale;
-      src.v_scale = pb.kv.v_scale;
-      src.pages = pb.pages.indices + pb.pages.indptr[it.seq];
-      src.block_stride = pb.kv.block_stride();
-      src.token_stride = pb.kv.token_stride();
-      src.block_size = pb.kv.block_size;
-      src.num_kv_heads = pb.kv.num_kv_heads;
-      src.head = it.kv_head;
+      const auto src =
+          make_kv_head_source(pb.kv, pb.pages.indices + pb.pages.indptr[it.seq], it.kv_head);
 
       QueryRowBlock rows;
       rows.num_tokens = it.q_tokens;

@@ -6,6 +6,9 @@
 
 #include <cstdint>
 #include <inferkit/attention/cpu/detail/simd.hpp>
+#include <inferkit/core/float8.hpp>
+#include <inferkit/kv/paged_kv_view.hpp>
+#include <type_traits>
 
 namespace inferkit::detail {
 
@@ -34,6 +37,38 @@ struct KvHeadSource {
                : std::int64_t{block} * num_kv_heads + head;
   }
 };
+
+/// The scale mode of a storage type: per token for int8, per (block, head) for fp8, none else.
+template <class KV>
+constexpr KvScaleMode scale_mode_of() noexcept {
+  using Stored = std::remove_const_t<KV>;
+  if constexpr (std::is_same_v<Stored, std::int8_t>) {
+    return KvScaleMode::kPerToken;
+  } else if constexpr (std::is_same_v<Stored, float8_e4m3> || std::is_same_v<Stored, float8_e5m2>) {
+    return KvScaleMode::kPerBlockHead;
+  } else {
+    return KvScaleMode::kNone;
+  }
+}
+
+/// KV head `head` of the sequence whose physical block ids (logical order) start at `pages`.
+template <class KV>
+KvHeadSource<KV> make_kv_head_source(const PagedKVView<KV>& kv, const std::int32_t* pages,
+                                     std::int32_t head) noexcept {
+  KvHeadSource<KV> src;
+  src.k = kv.k + head * kv.head_stride();
+  src.v = kv.v + head * kv.head_stride();
+  src.k_scale = kv.k_scale;
+  src.v_scale = kv.v_scale;
+  src.scale_mode = scale_mode_of<KV>();
+  src.pages = pages;
+  src.block_stride = kv.block_stride();
+  src.token_stride = kv.token_stride();
+  src.block_size = kv.block_size;
+  src.num_kv_heads = kv.num_kv_heads;
+  src.head = head;
+  return src;
+}
 
 /// Addresses (and quantization scales) of the K/V rows of tokens [tok0, tok0 + count) of `src`,
 /// walking the page table; lanes >= count are never dereferenced, and get scale 1 when the
