@@ -15,6 +15,7 @@
 #include <inferkit/attention/cpu/detail/simd.hpp>
 #include <inferkit/attention/cpu/detail/spread_prefetcher.hpp>
 #include <inferkit/core/config.hpp>
+#include <inferkit/core/error.hpp>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -305,6 +306,12 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
   const std::int32_t chunks = (dim + kSimdLanes - 1) / kSimdLanes;
   const std::int32_t padded = chunks * kSimdLanes;
   const std::int32_t num_rows = kRows > 0 ? kRows : rows.num_rows();
+  // The caller dispatches kHeadDim from head_dim and reserves the scratch for its largest block.
+  INFERKIT_ASSERT(kHeadDim == 0 || kHeadDim == head_dim);
+  INFERKIT_ASSERT(s.q.size() >=
+                  static_cast<std::size_t>(num_rows) * static_cast<std::size_t>(padded));
+  INFERKIT_ASSERT(kRows == 0 ||
+                  s.acc.size() >= static_cast<std::size_t>(num_rows) * kSimdLanes * kSimdLanes);
   const float scale = params.resolved_scale(dim);
   const float cap = params.logit_soft_cap;
   const bool scaled = src.scale_mode != KvScaleMode::kNone;
