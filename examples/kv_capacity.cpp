@@ -121,7 +121,7 @@ constexpr KVChoice kKVChoices[] = {
 // "70.6B" or "135M".
 std::string format_parameters(std::int64_t parameters) {
   char text[32];
-  const double p = static_cast<double>(parameters);
+  const auto p = static_cast<double>(parameters);
   if (p >= 1e9) {
     std::snprintf(text, sizeof text, "%.4gB", p / 1e9);
   } else {
@@ -151,15 +151,15 @@ void print_json(const Flags& flags, const inferkit::ModelShape& model,
                 const inferkit::MemoryBudgetOptions& options, const std::vector<Row>& rows,
                 double gqa_ratio) {
   const inferkit::MemoryBudget& b = rows.front().budget;
-  std::printf("{\"model\":\"%s\",\"num_gpus\":%d,\"gpu_memory_bytes\":%lld,", model.name.c_str(),
+  std::printf(R"({"model":"%s","num_gpus":%d,"gpu_memory_bytes":%lld,)", model.name.c_str(),
               options.num_gpus, static_cast<long long>(options.gpu_memory_bytes));
-  std::printf("\"context_tokens\":%lld,\"weights_dtype\":\"%s\",\"overhead_fraction\":%g,",
+  std::printf(R"("context_tokens":%lld,"weights_dtype":"%s","overhead_fraction":%g,)",
               flags.context, std::string(inferkit::to_string(options.weights_dtype)).c_str(),
               options.overhead_fraction);
-  std::printf("\"kv_scales\":\"%s\",\"parameters\":%lld,\"total_memory_bytes\":%lld,",
+  std::printf(R"("kv_scales":"%s","parameters":%lld,"total_memory_bytes":%lld,)",
               flags.kv_scales.c_str(), static_cast<long long>(inferkit::parameter_count(model)),
               static_cast<long long>(b.total_memory_bytes));
-  std::printf("\"weights_bytes\":%lld,\"overhead_bytes\":%lld,\"kv_pool_bytes\":%lld,",
+  std::printf(R"("weights_bytes":%lld,"overhead_bytes":%lld,"kv_pool_bytes":%lld,)",
               static_cast<long long>(b.weights_bytes), static_cast<long long>(b.overhead_bytes),
               static_cast<long long>(b.kv_pool_bytes));
   const auto object = [&](const char* name, auto field) {

@@ -340,7 +340,7 @@ SplitResult split_and_merge(const Batch& b, const std::vector<float>& q) {
 
   // Partial states [2][32][128] and LSEs [2][32], the layout merge_states takes.
   std::vector<float> part_out(2 * kRowElems);
-  std::vector<float> part_lse(2 * kQoHeads);
+  std::vector<float> part_lse(2 * std::size_t{kQoHeads});
   decode(b, first, q.data(), part_out.data(), part_lse.data(), 0, false);
   decode(b, second, q.data(), part_out.data() + kRowElems, part_lse.data() + kQoHeads, 0, false);
   std::vector<float> merged_out(kRowElems);

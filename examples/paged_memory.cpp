@@ -152,7 +152,7 @@ class KVManager {
   // Appends one generated token; false if memory is short (then the caller preempts).
   virtual bool grow(std::size_t id) = 0;
   virtual void release(std::size_t id) = 0;
-  virtual std::int64_t reserved_tokens() const = 0;
+  [[nodiscard]] virtual std::int64_t reserved_tokens() const = 0;
 };
 
 // Contiguous reservations in one arena of `capacity` slots, first fit, with coalescing free
@@ -201,7 +201,7 @@ class ContiguousManager : public KVManager {
       }
     }
   }
-  std::int64_t reserved_tokens() const override { return reserved_; }
+  [[nodiscard]] std::int64_t reserved_tokens() const override { return reserved_; }
 };
 
 // vLLM's manager: the library's BlockAllocator and one BlockTable per request.
@@ -230,10 +230,10 @@ class PagedManager : public KVManager {
     tables_.at(id).release(allocator_);
     tables_.erase(id);
   }
-  std::int64_t reserved_tokens() const override {
+  [[nodiscard]] std::int64_t reserved_tokens() const override {
     return std::int64_t{allocator_.num_used_blocks()} * allocator_.block_size();
   }
-  std::int64_t tokens_stored() const { return allocator_.tokens_stored(); }
+  [[nodiscard]] std::int64_t tokens_stored() const { return allocator_.tokens_stored(); }
 };
 
 struct Result {
@@ -322,7 +322,7 @@ int run(int argc, char** argv) {
   if (f.json) {
     std::printf("{");
     for (int m = 0; m < 3; ++m) {
-      std::printf("%s\"%s\":{\"used_fraction\":%.4f,\"peak_requests\":%lld}", m ? "," : "", keys[m],
+      std::printf(R"(%s"%s":{"used_fraction":%.4f,"peak_requests":%lld})", m ? "," : "", keys[m],
                   results[m].used_fraction, static_cast<long long>(results[m].peak_requests));
     }
     std::printf("}\n");
@@ -334,7 +334,7 @@ int run(int argc, char** argv) {
     prompt_sum += static_cast<double>(r.prompt);
     output_sum += static_cast<double>(r.output);
   }
-  const double n = static_cast<double>(trace.size());
+  const auto n = static_cast<double>(trace.size());
   std::printf(
       "paged_memory: %lld requests (seed %lld), prompt mean %.1f, output mean %.1f tokens "
       "(lognormal, sigma %.2f, capped at %lld)\n"

@@ -263,7 +263,7 @@ int run(int argc, char** argv) {
     auto cache = [](const ExerciseResult& r) {
       char buf[160];
       std::snprintf(buf, sizeof buf,
-                    "{\"hit_rate\":%.4f,\"token_hit_rate\":%.4f,\"evicted_blocks\":%lld}",
+                    R"({"hit_rate":%.4f,"token_hit_rate":%.4f,"evicted_blocks":%lld})",
                     r.stats.request_hit_rate(), r.stats.token_hit_rate(),
                     static_cast<long long>(r.stats.evicted_blocks));
       return std::string(buf);

@@ -82,10 +82,10 @@ struct Models {
   std::size_t vocab;
   std::vector<float> p;  // [vocab][vocab] target
   std::vector<float> q;  // [vocab][vocab] draft
-  std::span<const float> p_row(std::int32_t t) const {
+  [[nodiscard]] std::span<const float> p_row(std::int32_t t) const {
     return std::span<const float>(p).subspan(static_cast<std::size_t>(t) * vocab, vocab);
   }
-  std::span<const float> q_row(std::int32_t t) const {
+  [[nodiscard]] std::span<const float> q_row(std::int32_t t) const {
     return std::span<const float>(q).subspan(static_cast<std::size_t>(t) * vocab, vocab);
   }
 };
@@ -209,7 +209,7 @@ Study run_study(const std::vector<float>& p, const Options& o, double target_alp
 }
 
 void print_json_part(const char* name, const Measured& m, bool last) {
-  std::printf("\"%s\":{\"tokens_per_round\":%.4f,\"acceptance\":%.4f,\"speedup\":%.4f}%s", name,
+  std::printf(R"("%s":{"tokens_per_round":%.4f,"acceptance":%.4f,"speedup":%.4f}%s)", name,
               m.tokens_per_round, m.acceptance, m.speedup, last ? "" : ",");
 }
 

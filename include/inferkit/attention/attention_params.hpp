@@ -30,14 +30,14 @@ struct AttentionParams {
   bool causal = true;             ///< a query sees keys at positions <= its own
 
   /// The scale actually applied: `sm_scale` if > 0, else `1 / sqrt(head_dim)`.
-  INFERKIT_HOST_DEVICE float resolved_scale(int head_dim) const noexcept {
+  [[nodiscard]] INFERKIT_HOST_DEVICE float resolved_scale(int head_dim) const noexcept {
     return sm_scale > 0.0f ? sm_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
   }
 
   /// Whether the key at position `key_pos` is visible to the query at position `query_pos`
   /// under the causal and window rules (a custom mask, if any, is ANDed on top).
-  INFERKIT_HOST_DEVICE constexpr bool visible(std::int64_t query_pos,
-                                              std::int64_t key_pos) const noexcept {
+  [[nodiscard]] INFERKIT_HOST_DEVICE constexpr bool visible(std::int64_t query_pos,
+                                                            std::int64_t key_pos) const noexcept {
     if (causal && key_pos > query_pos) return false;
     if (window_left >= 0 && key_pos < query_pos - window_left) return false;
     return true;

@@ -63,7 +63,7 @@ class Error : public std::runtime_error {
         code_(code) {}
 
   /// The kind of failure.
-  ErrorCode code() const noexcept { return code_; }
+  [[nodiscard]] ErrorCode code() const noexcept { return code_; }
 
  private:
   ErrorCode code_;

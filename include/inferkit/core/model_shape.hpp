@@ -31,7 +31,9 @@ struct ModelShape {
   bool is_estimate = false;           ///< the shape is a public estimate, not a published config
 
   /// Query heads served by one KV head (1 = MHA, num_q_heads = MQA).
-  int gqa_group_size() const noexcept { return num_kv_heads > 0 ? num_q_heads / num_kv_heads : 0; }
+  [[nodiscard]] int gqa_group_size() const noexcept {
+    return num_kv_heads > 0 ? num_q_heads / num_kv_heads : 0;
+  }
 };
 
 /// Throws `Error{kInvalidArgument}` naming the first bad field: every count must be > 0 and

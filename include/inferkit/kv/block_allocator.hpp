@@ -106,48 +106,52 @@ class BlockAllocator {
   // ---- sizes and statistics (all O(1)) ----
 
   /// Blocks in the pool.
-  std::int32_t num_blocks() const noexcept { return num_blocks_; }
+  [[nodiscard]] std::int32_t num_blocks() const noexcept { return num_blocks_; }
   /// Tokens per block.
-  std::int32_t block_size() const noexcept { return block_size_; }
+  [[nodiscard]] std::int32_t block_size() const noexcept { return block_size_; }
   /// Blocks on the free list (not counting evictable cached blocks).
-  std::int32_t num_free_blocks() const noexcept { return num_free_; }
+  [[nodiscard]] std::int32_t num_free_blocks() const noexcept { return num_free_; }
   /// Cached blocks with refcount 0, reusable after the free list runs out.
-  std::int32_t num_evictable_blocks() const noexcept { return num_evictable_; }
+  [[nodiscard]] std::int32_t num_evictable_blocks() const noexcept { return num_evictable_; }
   /// Blocks an allocation can obtain: free + evictable.
-  std::int32_t num_available_blocks() const noexcept { return num_free_ + num_evictable_; }
+  [[nodiscard]] std::int32_t num_available_blocks() const noexcept {
+    return num_free_ + num_evictable_;
+  }
   /// Blocks with refcount >= 1.
-  std::int32_t num_used_blocks() const noexcept { return num_blocks_ - num_free_ - num_evictable_; }
+  [[nodiscard]] std::int32_t num_used_blocks() const noexcept {
+    return num_blocks_ - num_free_ - num_evictable_;
+  }
   /// Tokens held by in-use blocks (each physical block counted once, however many owners).
-  std::int64_t tokens_stored() const noexcept { return tokens_stored_; }
+  [[nodiscard]] std::int64_t tokens_stored() const noexcept { return tokens_stored_; }
   /// `tokens_stored / (used blocks * block_size)`, in [0, 1]; 0 when no block is used.
-  double utilization() const noexcept {
+  [[nodiscard]] double utilization() const noexcept {
     const std::int32_t used = num_used_blocks();
     return used == 0 ? 0.0
                      : static_cast<double>(tokens_stored_) /
                            (static_cast<double>(used) * static_cast<double>(block_size_));
   }
   /// Cached blocks evicted (reused) by allocation since construction.
-  std::int64_t num_evictions() const noexcept { return num_evictions_; }
+  [[nodiscard]] std::int64_t num_evictions() const noexcept { return num_evictions_; }
 
   // ---- per-block queries (throw Error{kOutOfRange} for a bad id) ----
 
   /// Owners of block `b` (0 for free and evictable blocks).
-  std::int32_t ref_count(BlockId b) const {
+  [[nodiscard]] std::int32_t ref_count(BlockId b) const {
     check_id(b, "block");
     return ref_count_[idx(b)];
   }
   /// Life-cycle state of block `b`.
-  BlockState state(BlockId b) const {
+  [[nodiscard]] BlockState state(BlockId b) const {
     check_id(b, "block");
     return state_[idx(b)];
   }
   /// Whether block `b` is marked as holding a cached prefix.
-  bool is_cached(BlockId b) const {
+  [[nodiscard]] bool is_cached(BlockId b) const {
     check_id(b, "block");
     return cached_[idx(b)] != 0;
   }
   /// Slots of block `b` that hold tokens (0..block_size).
-  std::int32_t block_tokens(BlockId b) const {
+  [[nodiscard]] std::int32_t block_tokens(BlockId b) const {
     check_id(b, "block");
     return tokens_[idx(b)];
   }
@@ -157,7 +161,7 @@ class BlockAllocator {
   /// Whether `n` blocks can be allocated while keeping `floor(watermark * num_blocks)` blocks
   /// in reserve (vLLM's watermark: admission of new work leaves room for running sequences to
   /// grow). Throws `Error{kInvalidArgument}` for `n < 0` or a watermark outside [0, 1].
-  bool can_allocate(std::int32_t n, double watermark = 0.0) const {
+  [[nodiscard]] bool can_allocate(std::int32_t n, double watermark = 0.0) const {
     check_arg(n >= 0, ErrorCode::kInvalidArgument, "n", n, "must be >=", 0);
     check_arg(watermark >= 0.0 && watermark <= 1.0, ErrorCode::kInvalidArgument, "watermark",
               watermark, "must be in", "[0, 1]");
@@ -230,7 +234,7 @@ class BlockAllocator {
   /// anything changes. O(blocks.size()).
   void free(std::span<const BlockId> blocks) {
     validate_release(blocks);
-    for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) release_unchecked(*it);
+    for (std::size_t i = blocks.size(); i-- > 0;) release_unchecked(blocks[i]);
   }
 
   // ---- prefix-cache hooks ----

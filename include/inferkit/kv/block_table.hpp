@@ -50,22 +50,25 @@ class BlockTable {
   }
 
   /// Tokens per block.
-  std::int32_t block_size() const noexcept { return block_size_; }
+  [[nodiscard]] std::int32_t block_size() const noexcept { return block_size_; }
   /// Tokens in the sequence.
-  std::int64_t num_tokens() const noexcept { return num_tokens_; }
+  [[nodiscard]] std::int64_t num_tokens() const noexcept { return num_tokens_; }
   /// Blocks owned.
-  std::int32_t num_blocks() const noexcept { return static_cast<std::int32_t>(blocks_.size()); }
+  [[nodiscard]] std::int32_t num_blocks() const noexcept {
+    return static_cast<std::int32_t>(blocks_.size());
+  }
   /// Physical block ids in logical order.
-  std::span<const BlockId> blocks() const noexcept { return blocks_; }
+  [[nodiscard]] std::span<const BlockId> blocks() const noexcept { return blocks_; }
   /// Tokens in the last block (1..block_size), or 0 for an empty table.
-  std::int32_t last_block_tokens() const noexcept {
+  [[nodiscard]] std::int32_t last_block_tokens() const noexcept {
     return blocks_.empty() ? 0
                            : static_cast<std::int32_t>(
                                  num_tokens_ - std::int64_t{num_blocks() - 1} * block_size_);
   }
 
   /// Blocks `append_tokens(n)` would allocate now, counting the copy-on-write block. O(1).
-  std::int32_t blocks_needed_to_append(const BlockAllocator& allocator, std::int64_t n) const {
+  [[nodiscard]] std::int32_t blocks_needed_to_append(const BlockAllocator& allocator,
+                                                     std::int64_t n) const {
     check_arg(n >= 0, ErrorCode::kInvalidArgument, "n", n, "must be >=", 0);
     const std::int64_t needed = ceil_blocks(num_tokens_ + n) - num_blocks();
     return static_cast<std::int32_t>(needed + (needs_copy_on_write(allocator, n) ? 1 : 0));
@@ -191,7 +194,7 @@ class BlockTable {
   }
 
   /// The slot of token position `position`. Throws `Error{kOutOfRange}` past the end.
-  std::int64_t slot(std::int64_t position) const {
+  [[nodiscard]] std::int64_t slot(std::int64_t position) const {
     check_arg(position >= 0 && position < num_tokens_, ErrorCode::kOutOfRange, "position", position,
               "must be in [0, num_tokens()) with num_tokens() =", num_tokens_);
     return slot_unchecked(position);
@@ -214,18 +217,18 @@ class BlockTable {
   static void reserve_geometric(std::vector<V>& v, std::size_t more) {
     if (v.size() + more > v.capacity()) v.reserve(std::max(v.size() + more, 2 * v.capacity()));
   }
-  std::int64_t ceil_blocks(std::int64_t tokens) const noexcept {
+  [[nodiscard]] std::int64_t ceil_blocks(std::int64_t tokens) const noexcept {
     return (tokens + block_size_ - 1) / block_size_;
   }
-  std::int32_t fill_of(std::int32_t block_index) const noexcept {
+  [[nodiscard]] std::int32_t fill_of(std::int32_t block_index) const noexcept {
     const std::int64_t rest = num_tokens_ - std::int64_t{block_index} * block_size_;
     return static_cast<std::int32_t>(rest < block_size_ ? rest : block_size_);
   }
-  std::int64_t slot_unchecked(std::int64_t position) const noexcept {
+  [[nodiscard]] std::int64_t slot_unchecked(std::int64_t position) const noexcept {
     const std::int64_t block = blocks_[static_cast<std::size_t>(position / block_size_)];
     return block * block_size_ + position % block_size_;
   }
-  bool needs_copy_on_write(const BlockAllocator& allocator, std::int64_t n) const {
+  [[nodiscard]] bool needs_copy_on_write(const BlockAllocator& allocator, std::int64_t n) const {
     if (n == 0 || blocks_.empty()) return false;
     const std::int32_t used = last_block_tokens();
     if (used == block_size_) return false;
@@ -247,7 +250,7 @@ struct PageTableBuffers {
   std::vector<std::int32_t> last_page_len;  ///< [num_seqs], 0 for a sequence with no pages
 
   /// A non-owning view of the buffers (valid until they change).
-  PageTableView view() const noexcept {
+  [[nodiscard]] PageTableView view() const noexcept {
     return PageTableView{indptr.data(), indices.data(), last_page_len.data(),
                          static_cast<std::int32_t>(last_page_len.size())};
   }
@@ -288,7 +291,7 @@ struct DenseBlockTables {
   std::int32_t max_blocks = 0;
 
   /// Block `i` of sequence `s` (a pad value past its last block).
-  std::int32_t at(std::int32_t s, std::int32_t i) const noexcept {
+  [[nodiscard]] std::int32_t at(std::int32_t s, std::int32_t i) const noexcept {
     return block_tables[static_cast<std::size_t>(std::int64_t{s} * max_blocks + i)];
   }
 };

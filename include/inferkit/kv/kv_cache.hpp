@@ -32,8 +32,8 @@ struct KVCacheLayerView {
   std::int32_t length_tokens = 0;  ///< valid positions
 
   /// Offset (in elements) of position `pos` of head `head`.
-  INFERKIT_HOST_DEVICE constexpr std::int64_t offset(std::int32_t head,
-                                                     std::int32_t pos) const noexcept {
+  [[nodiscard]] INFERKIT_HOST_DEVICE constexpr std::int64_t offset(
+      std::int32_t head, std::int32_t pos) const noexcept {
     return (std::int64_t{head} * capacity_tokens + pos) * head_dim;
   }
 };
@@ -84,20 +84,22 @@ class KVCache {
     length_.assign(static_cast<std::size_t>(num_layers), 0);
   }
 
-  std::int32_t num_layers() const noexcept { return num_layers_; }
-  std::int32_t num_kv_heads() const noexcept { return num_kv_heads_; }
-  std::int32_t head_dim() const noexcept { return head_dim_; }
+  [[nodiscard]] std::int32_t num_layers() const noexcept { return num_layers_; }
+  [[nodiscard]] std::int32_t num_kv_heads() const noexcept { return num_kv_heads_; }
+  [[nodiscard]] std::int32_t head_dim() const noexcept { return head_dim_; }
   /// Positions each layer can hold.
-  std::int32_t capacity_tokens() const noexcept { return capacity_tokens_; }
+  [[nodiscard]] std::int32_t capacity_tokens() const noexcept { return capacity_tokens_; }
 
   /// Positions stored in `layer`. Throws `Error{kOutOfRange}` for a bad layer.
-  std::int32_t length(std::int32_t layer) const {
+  [[nodiscard]] std::int32_t length(std::int32_t layer) const {
     check_layer(layer);
     return length_[static_cast<std::size_t>(layer)];
   }
 
   /// Elements of one token's K (or V) in one layer: `num_kv_heads * head_dim`.
-  std::int64_t token_elems() const noexcept { return std::int64_t{num_kv_heads_} * head_dim_; }
+  [[nodiscard]] std::int64_t token_elems() const noexcept {
+    return std::int64_t{num_kv_heads_} * head_dim_;
+  }
 
   /// Appends `n` tokens (a prefill chunk, or 1 for decode) to `layer`. `k_chunk` and `v_chunk`
   /// have layout `[n][num_kv_heads][head_dim]`. O(n * num_kv_heads * head_dim).
@@ -198,10 +200,10 @@ class KVCache {
   void clear() noexcept { std::fill(length_.begin(), length_.end(), 0); }
 
   /// Bytes of K and V storage allocated (all layers, full capacity).
-  std::size_t bytes_allocated() const noexcept { return 2 * k_.size() * sizeof(T); }
+  [[nodiscard]] std::size_t bytes_allocated() const noexcept { return 2 * k_.size() * sizeof(T); }
 
   /// Bytes of K and V holding valid positions (sum over layers of the lengths).
-  std::size_t bytes_used() const noexcept {
+  [[nodiscard]] std::size_t bytes_used() const noexcept {
     std::size_t tokens = 0;
     for (const std::int32_t len : length_) tokens += static_cast<std::size_t>(len);
     return 2 * tokens * static_cast<std::size_t>(token_elems()) * sizeof(T);
@@ -213,7 +215,8 @@ class KVCache {
               "must be in [0, num_layers), num_layers =", num_layers_);
   }
 
-  std::size_t element_index(std::int32_t layer, std::int32_t head, std::int32_t pos) const {
+  [[nodiscard]] std::size_t element_index(std::int32_t layer, std::int32_t head,
+                                          std::int32_t pos) const {
     return static_cast<std::size_t>(layer) * layer_elems_ +
            (static_cast<std::size_t>(head) * static_cast<std::size_t>(capacity_tokens_) +
             static_cast<std::size_t>(pos)) *

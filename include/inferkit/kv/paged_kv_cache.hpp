@@ -113,13 +113,13 @@ class PagedKVCache {
   }
 
   /// The sizes this cache was built with.
-  const PagedKVCacheShape& shape() const noexcept { return shape_; }
+  [[nodiscard]] const PagedKVCacheShape& shape() const noexcept { return shape_; }
   /// Slots (tokens) across all blocks: num_blocks * block_size.
-  std::int64_t num_slots() const noexcept {
+  [[nodiscard]] std::int64_t num_slots() const noexcept {
     return std::int64_t{shape_.num_blocks} * shape_.block_size;
   }
   /// Bytes of K+V storage plus quantization metadata, all layers.
-  std::int64_t memory_bytes() const noexcept {
+  [[nodiscard]] std::int64_t memory_bytes() const noexcept {
     return static_cast<std::int64_t>(
         (k_.size() + v_.size()) * sizeof(T) +
         (k_scale_.size() + v_scale_.size() + k_zero_.size() + v_zero_.size()) * sizeof(float));
@@ -136,7 +136,7 @@ class PagedKVCache {
     return v;
   }
   /// Read-only kernel view of layer `layer`.
-  PagedKVView<const T> view(std::int32_t layer) const {
+  [[nodiscard]] PagedKVView<const T> view(std::int32_t layer) const {
     check_layer(layer);
     PagedKVView<const T> v = empty_view<const T>();
     v.k = k_.data() + layer * layer_elements_;
@@ -244,7 +244,7 @@ class PagedKVCache {
   static std::size_t idx(std::int64_t i) noexcept { return static_cast<std::size_t>(i); }
 
   template <class U>
-  PagedKVView<U> empty_view() const noexcept {
+  [[nodiscard]] [[nodiscard]] PagedKVView<U> empty_view() const noexcept {
     PagedKVView<U> v;
     v.num_blocks = shape_.num_blocks;
     v.num_kv_heads = shape_.num_kv_heads;

@@ -45,26 +45,25 @@ struct PagedKVView {
   }
 
   /// Storage elements of `T` per token and head (head_dim, or head_dim / 2 for packed int4).
-  INFERKIT_HOST_DEVICE constexpr std::int64_t token_stride() const noexcept {
+  [[nodiscard]] INFERKIT_HOST_DEVICE constexpr std::int64_t token_stride() const noexcept {
     return packed_int4 ? head_dim / 2 : head_dim;
   }
   /// Elements between consecutive heads of one block.
-  INFERKIT_HOST_DEVICE constexpr std::int64_t head_stride() const noexcept {
+  [[nodiscard]] INFERKIT_HOST_DEVICE constexpr std::int64_t head_stride() const noexcept {
     return token_stride() * block_size;
   }
   /// Elements between consecutive blocks.
-  INFERKIT_HOST_DEVICE constexpr std::int64_t block_stride() const noexcept {
+  [[nodiscard]] INFERKIT_HOST_DEVICE constexpr std::int64_t block_stride() const noexcept {
     return head_stride() * num_kv_heads;
   }
   /// Offset (in elements) of token slot `slot` of head `head` in block `block`.
-  INFERKIT_HOST_DEVICE constexpr std::int64_t offset(std::int32_t block, std::int32_t head,
-                                                     std::int32_t slot) const noexcept {
+  [[nodiscard]] INFERKIT_HOST_DEVICE constexpr std::int64_t offset(
+      std::int32_t block, std::int32_t head, std::int32_t slot) const noexcept {
     return block * block_stride() + head * head_stride() + slot * token_stride();
   }
   /// Index of the (block, head, slot) entry in per-token scale arrays (int8, int4).
-  INFERKIT_HOST_DEVICE constexpr std::int64_t token_scale_index(std::int32_t block,
-                                                                std::int32_t head,
-                                                                std::int32_t slot) const noexcept {
+  [[nodiscard]] INFERKIT_HOST_DEVICE constexpr std::int64_t token_scale_index(
+      std::int32_t block, std::int32_t head, std::int32_t slot) const noexcept {
     return (std::int64_t{block} * num_kv_heads + head) * block_size + slot;
   }
 };
@@ -81,12 +80,13 @@ struct PageTableView {
   std::int32_t num_seqs = 0;
 
   /// Pages owned by sequence `s`.
-  INFERKIT_HOST_DEVICE constexpr std::int32_t num_pages(std::int32_t s) const noexcept {
+  [[nodiscard]] INFERKIT_HOST_DEVICE constexpr std::int32_t num_pages(
+      std::int32_t s) const noexcept {
     return indptr[s + 1] - indptr[s];
   }
   /// Tokens held by sequence `s`, given the block size.
-  INFERKIT_HOST_DEVICE constexpr std::int64_t seq_len(std::int32_t s,
-                                                      std::int32_t block_size) const noexcept {
+  [[nodiscard]] INFERKIT_HOST_DEVICE constexpr std::int64_t seq_len(
+      std::int32_t s, std::int32_t block_size) const noexcept {
     const std::int32_t pages = num_pages(s);
     return pages == 0 ? 0 : std::int64_t{pages - 1} * block_size + last_page_len[s];
   }

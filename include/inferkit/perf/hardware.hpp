@@ -48,7 +48,7 @@ struct Hardware {
 
   /// The ridge point in FLOPs per byte: `peak_flops / memory_bandwidth`. Work with a lower
   /// arithmetic intensity is memory-bound, higher is compute-bound (A100-80GB: ~153).
-  double ridge_point() const noexcept { return peak_flops / memory_bandwidth; }
+  [[nodiscard]] double ridge_point() const noexcept { return peak_flops / memory_bandwidth; }
 };
 
 /// Throws `Error{kInvalidArgument}` naming the field unless peak_flops, memory_bandwidth,

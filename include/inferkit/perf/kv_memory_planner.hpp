@@ -92,8 +92,8 @@ inline double kv_bytes_per_token(const ModelShape& shape, const KVCacheFormat& f
   validate(shape);
   detail::validate_kv_format(format);
   const std::int64_t rows = detail::kv_rows_per_token(shape);
-  double per_token = static_cast<double>(rows * detail::kv_row_bytes(shape, format.dtype));
-  const double meta = static_cast<double>(rows * kv_scale_group_bytes(format));
+  auto per_token = static_cast<double>(rows * detail::kv_row_bytes(shape, format.dtype));
+  const auto meta = static_cast<double>(rows * kv_scale_group_bytes(format));
   if (format.scales == KVScaleLayout::kPerTokenHead) per_token += meta;
   if (format.scales == KVScaleLayout::kPerBlockHead) {
     per_token += meta / static_cast<double>(format.scale_block_tokens);
@@ -147,7 +147,7 @@ struct MemoryBudget {
   /// Sequences of `context_tokens` tokens each that fit in the pool at once:
   /// floor(kv_pool_bytes / kv_bytes_for_tokens(context_tokens)). Throws
   /// `Error{kInvalidArgument}` when context_tokens < 1.
-  std::int64_t max_users(std::int64_t context_tokens) const {
+  [[nodiscard]] std::int64_t max_users(std::int64_t context_tokens) const {
     check_arg(context_tokens >= 1, ErrorCode::kInvalidArgument, "context_tokens", context_tokens,
               "must be >=", 1);
     return kv_pool_bytes / kv_bytes_for_tokens(model, options.kv, context_tokens);

@@ -90,11 +90,11 @@ inline StepCost step_cost(const Hardware& hw, const ModelShape& shape,
   }
   StepCost cost;
   if (work.empty()) return cost;
-  const double params = static_cast<double>(parameter_count(shape));
+  const auto params = static_cast<double>(parameter_count(shape));
   const double attention_per_key = 4.0 * shape.num_layers * shape.num_q_heads * shape.head_dim;
   for (const SequenceWork& seq : work) {
-    const double n = static_cast<double>(seq.new_tokens);
-    const double c = static_cast<double>(seq.context_tokens);
+    const auto n = static_cast<double>(seq.new_tokens);
+    const auto c = static_cast<double>(seq.context_tokens);
     // Causal attention: new token i (1-based) sees c + i keys.
     cost.attention_flops += attention_per_key * (n * c + n * (n + 1.0) / 2.0);
     cost.kv_read_bytes +=

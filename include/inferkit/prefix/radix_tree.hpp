@@ -61,7 +61,9 @@ struct PrefixInsert {
   /// computed the same KV twice): not adopted; the caller may switch to the cached blocks.
   std::vector<BlockId> duplicate_blocks;
   /// Tokens of the sequence now cached: matched + inserted.
-  std::int64_t cached_tokens() const noexcept { return matched_tokens + inserted_tokens; }
+  [[nodiscard]] std::int64_t cached_tokens() const noexcept {
+    return matched_tokens + inserted_tokens;
+  }
 };
 
 /// Buckets of `PrefixCacheStats::match_length_tokens`: bucket 0 counts empty matches, bucket
@@ -82,11 +84,11 @@ struct PrefixCacheStats {
   std::array<std::int64_t, kMatchHistogramBuckets> match_length_tokens{};
 
   /// hit_queries / queries (0 without queries).
-  double request_hit_rate() const noexcept {
+  [[nodiscard]] double request_hit_rate() const noexcept {
     return queries == 0 ? 0.0 : static_cast<double>(hit_queries) / static_cast<double>(queries);
   }
   /// hit_tokens / queried_tokens (0 without queried tokens).
-  double token_hit_rate() const noexcept {
+  [[nodiscard]] double token_hit_rate() const noexcept {
     return queried_tokens == 0
                ? 0.0
                : static_cast<double>(hit_tokens) / static_cast<double>(queried_tokens);
@@ -578,6 +580,7 @@ class RadixTree {
 
   // The allocator reused cached block b. Drop it, the rest of its node and the node's subtree.
   // Runs inside allocation: no allocator calls, no memory allocation, no throw.
+  // NOLINTNEXTLINE(bugprone-exception-escape): see its definition
   void on_allocator_evicted(BlockId b) noexcept;
 };
 

@@ -51,7 +51,7 @@ struct AcceptanceStats {
   }
 
   /// Accepted drafts over tested drafts, all positions; 0 when nothing was tested.
-  double acceptance_rate() const noexcept {
+  [[nodiscard]] double acceptance_rate() const noexcept {
     std::uint64_t r = 0;
     std::uint64_t a = 0;
     for (std::size_t i = 0; i < reached.size(); ++i) {
@@ -62,7 +62,7 @@ struct AcceptanceStats {
   }
 
   /// Conditional acceptance rate at `position`; 0 when that position was never reached.
-  double acceptance_rate(std::size_t position) const noexcept {
+  [[nodiscard]] double acceptance_rate(std::size_t position) const noexcept {
     if (position >= reached.size() || reached[position] == 0) {
       return 0.0;
     }
@@ -70,7 +70,7 @@ struct AcceptanceStats {
   }
 
   /// Mean tokens emitted per round (accepted drafts + the replacement or bonus token).
-  double tokens_per_round() const noexcept {
+  [[nodiscard]] double tokens_per_round() const noexcept {
     return rounds == 0 ? 0.0 : static_cast<double>(emitted_tokens) / static_cast<double>(rounds);
   }
 

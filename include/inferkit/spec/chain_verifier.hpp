@@ -157,7 +157,7 @@ struct ChainBatch {
   std::span<const float> target_probs;          ///< [total_drafts + num_seqs][vocab]
 
   /// Number of sequences (0 for empty offsets).
-  std::size_t num_seqs() const noexcept {
+  [[nodiscard]] std::size_t num_seqs() const noexcept {
     return draft_offsets.empty() ? 0 : draft_offsets.size() - 1;
   }
 };

@@ -27,9 +27,9 @@ class NgramDrafter {
     check_arg(max_k >= 1, ErrorCode::kInvalidArgument, "max_k", max_k, "must be >=", 1);
   }
 
-  std::size_t min_n() const noexcept { return min_n_; }
-  std::size_t max_n() const noexcept { return max_n_; }
-  std::size_t max_k() const noexcept { return max_k_; }
+  [[nodiscard]] std::size_t min_n() const noexcept { return min_n_; }
+  [[nodiscard]] std::size_t max_n() const noexcept { return max_n_; }
+  [[nodiscard]] std::size_t max_k() const noexcept { return max_k_; }
 
   /// Proposes draft tokens for the sequence `context` (prompt + generated tokens) into `out`:
   /// the tokens that followed the earlier occurrence sharing the longest suffix with `context`

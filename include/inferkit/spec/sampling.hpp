@@ -35,7 +35,7 @@ struct SamplingParams {
   float min_p = 0.0f;        ///< drop tokens below min_p * max probability, in [0, 1]; 0 = off
 
   /// True when the filters reduce to the argmax.
-  bool is_greedy() const noexcept { return temperature == 0.0f; }
+  [[nodiscard]] bool is_greedy() const noexcept { return temperature == 0.0f; }
 };
 
 /// Throws `Error{kInvalidArgument}` when a field of `params` is out of its range.
@@ -249,7 +249,7 @@ inline void logits_to_probs(std::span<const float> logits, const SamplingParams&
     auto& scratch = workspace.scratch;
     scratch.assign(probs.begin(), probs.end());
     const auto kth = scratch.begin() + (params.top_k - 1);
-    std::nth_element(scratch.begin(), kth, scratch.end(), std::greater<float>());
+    std::nth_element(scratch.begin(), kth, scratch.end(), std::greater<>());
     const float cut = *kth;
     for (float& p : probs) {
       p = p >= cut ? p : 0.0f;

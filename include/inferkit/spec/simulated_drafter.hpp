@@ -33,8 +33,8 @@ class SimulatedDrafter {
               "must be finite and >=", 0);
   }
 
-  float alpha() const noexcept { return alpha_; }
-  float noise() const noexcept { return noise_; }
+  [[nodiscard]] float alpha() const noexcept { return alpha_; }
+  [[nodiscard]] float noise() const noexcept { return noise_; }
 
   /// Writes the draft distribution q for target row `p` at the position identified by `context`
   /// (any id of the prefix, such as a hash): the same (seed, context, p) always gives the same q.

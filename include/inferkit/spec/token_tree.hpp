@@ -44,30 +44,30 @@ class TokenTree {
   }
 
   /// Number of draft nodes (the root not counted).
-  std::size_t size() const noexcept { return tokens_.size(); }
-  bool empty() const noexcept { return tokens_.empty(); }
+  [[nodiscard]] std::size_t size() const noexcept { return tokens_.size(); }
+  [[nodiscard]] bool empty() const noexcept { return tokens_.empty(); }
 
   /// [size()] parent of each node (kRoot for depth 1).
-  std::span<const std::int32_t> parents() const noexcept { return parents_; }
+  [[nodiscard]] std::span<const std::int32_t> parents() const noexcept { return parents_; }
   /// [size()] draft token of each node.
-  std::span<const std::int32_t> tokens() const noexcept { return tokens_; }
+  [[nodiscard]] std::span<const std::int32_t> tokens() const noexcept { return tokens_; }
   /// [size()] depth of each node (1 below the root): its position offset after the root.
-  std::span<const std::int32_t> depths() const noexcept { return depths_; }
+  [[nodiscard]] std::span<const std::int32_t> depths() const noexcept { return depths_; }
 
   /// Children of `node` (kRoot for the root's), in the order verification tries them.
   /// Precondition: node is kRoot or < size().
-  std::span<const std::int32_t> children(std::int32_t node) const noexcept {
+  [[nodiscard]] std::span<const std::int32_t> children(std::int32_t node) const noexcept {
     return node == kRoot ? std::span<const std::int32_t>(root_children_)
                          : std::span<const std::int32_t>(children_[static_cast<std::size_t>(node)]);
   }
 
   /// The deepest node's depth (0 for an empty tree).
-  std::int32_t max_depth() const noexcept {
+  [[nodiscard]] std::int32_t max_depth() const noexcept {
     return depths_.empty() ? 0 : *std::max_element(depths_.begin(), depths_.end());
   }
 
   /// Nodes without children.
-  std::size_t num_leaves() const noexcept {
+  [[nodiscard]] std::size_t num_leaves() const noexcept {
     return static_cast<std::size_t>(
         std::count_if(children_.begin(), children_.end(), [](const auto& c) { return c.empty(); }));
   }
@@ -93,7 +93,7 @@ class TokenTree {
   }
 
   /// The mask as a new vector; see the overload above.
-  std::vector<std::uint8_t> attention_mask() const {
+  [[nodiscard]] std::vector<std::uint8_t> attention_mask() const {
     std::vector<std::uint8_t> mask((size() + 1) * (size() + 1));
     attention_mask(mask);
     return mask;

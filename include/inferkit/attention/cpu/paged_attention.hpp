@@ -47,10 +47,10 @@ struct PagedAttentionProblem {
   std::int32_t kv_split_tokens = 0;
   std::int32_t prefetch_tokens_ahead = kPrefetchTokensAhead;
 
-  std::int64_t q_begin(std::int32_t s) const noexcept {
+  [[nodiscard]] std::int64_t q_begin(std::int32_t s) const noexcept {
     return q_indptr != nullptr ? q_indptr[s] : std::int64_t{s} * q_per_seq;
   }
-  std::int32_t q_count(std::int32_t s) const noexcept {
+  [[nodiscard]] std::int32_t q_count(std::int32_t s) const noexcept {
     return q_indptr != nullptr ? q_indptr[s + 1] - q_indptr[s] : q_per_seq;
   }
 };

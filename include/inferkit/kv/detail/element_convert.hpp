@@ -21,7 +21,7 @@ namespace inferkit::detail {
 /// e4m3 "fn" bits of `x`, round to nearest even, saturating to ±448, NaN -> 0x7F | sign: the
 /// same bits as `float8_e4m3(x)`, with fewer branches (tested against it).
 inline std::uint8_t e4m3_bits_rne(float x) noexcept {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
+  const auto u = std::bit_cast<std::uint32_t>(x);
   const std::uint32_t sign = (u >> 24) & 0x80u;
   const std::uint32_t a = u & 0x7FFFFFFFu;
   // All three cases computed, then selected: no data-dependent branches, so loops vectorize.

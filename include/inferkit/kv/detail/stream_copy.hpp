@@ -22,7 +22,7 @@ template <class T, std::size_t kAlign>
 struct AlignedAllocator {
   using value_type = T;
   template <class U>
-  struct rebind {
+  struct rebind {  // NOLINT(readability-identifier-naming): the allocator protocol's name
     using other = AlignedAllocator<U, kAlign>;
   };
 

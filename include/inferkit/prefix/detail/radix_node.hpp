@@ -45,7 +45,9 @@ struct RadixNode {
   bool listed = false;  // on an eviction list (unlocked, not the root)
   RadixSegment segment = RadixSegment::kProbation;
 
-  std::int32_t num_pages() const noexcept { return static_cast<std::int32_t>(blocks.size()); }
+  [[nodiscard]] std::int32_t num_pages() const noexcept {
+    return static_cast<std::int32_t>(blocks.size());
+  }
 };
 
 /// An intrusive doubly linked list of nodes, least recently used at `head`.

@@ -97,6 +97,9 @@ inline std::int64_t RadixTree::evict_blocks(std::int64_t n_blocks, std::int64_t&
   return freed;
 }
 
+// Only a failed INFERKIT_ASSERT can throw here (the walk's stack is reserved for every node), and
+// terminating is the right end for a broken invariant inside the allocator's eviction.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 inline void RadixTree::on_allocator_evicted(BlockId b) noexcept {
   const std::int32_t owner = owner_[idx(b)];
   if (owner == kPendingUncache) {

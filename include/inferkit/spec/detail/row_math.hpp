@@ -42,7 +42,7 @@ inline float exp_nonpositive(float z) noexcept {
   y = y * x + 5.0000001201e-1f;
   y = y * (x * x) + x + 1.0f;
   // Scale by 2^n through the exponent bits (n >= -126 here, so 2^n is a normal float).
-  const float scale = std::bit_cast<float>((static_cast<std::int32_t>(n) + 127) << 23);
+  const auto scale = std::bit_cast<float>((static_cast<std::int32_t>(n) + 127) << 23);
   return in_range ? y * scale : 0.0f;
 }
 

@@ -40,11 +40,14 @@ struct QueryRowBlock {
   float* lse = nullptr;  ///< optional; row (t, g) at lse + t * lse_token_stride + g
   std::int64_t lse_token_stride = 0;
 
-  std::int32_t num_rows() const noexcept { return num_tokens * group; }
+  [[nodiscard]] std::int32_t num_rows() const noexcept { return num_tokens * group; }
 };
 
 /// Largest row count that takes the direct (register) path; see attend_rows.
 inline constexpr std::int32_t kMaxDirectRows = 8;
+
+/// Index into a scratch vector, from an offset computed in 64 bits.
+constexpr std::size_t scratch_index(std::int64_t i) noexcept { return static_cast<std::size_t>(i); }
 
 /// Per-thread scratch, sized for `rows` rows of `padded_dim` floats; reused across work items.
 struct AttentionScratch {
@@ -88,8 +91,9 @@ inline void load_kv_tile(const KvHeadSource<KV>& src, std::int64_t tok0, std::in
     if (src.scale_mode == KvScaleMode::kNone) {
       for (std::int32_t c = 0; c < chunks; ++c) {
         const int n = std::min(kSimdLanes, dim - c * kSimdLanes);
-        Simd::store(k_out + c * kSimdLanes, Simd::load_kv(k_row + c * kSimdLanes, n));
-        Simd::store(v_out + c * kSimdLanes, Simd::load_kv(v_row + c * kSimdLanes, n));
+        const std::ptrdiff_t d0 = std::ptrdiff_t{c} * kSimdLanes;
+        Simd::store(k_out + d0, Simd::load_kv(k_row + d0, n));
+        Simd::store(v_out + d0, Simd::load_kv(v_row + d0, n));
       }
     } else {
       const std::int64_t si = src.scale_index(block, slot);
@@ -97,10 +101,9 @@ inline void load_kv_tile(const KvHeadSource<KV>& src, std::int64_t tok0, std::in
       const auto vs = Simd::set1(src.v_scale != nullptr ? src.v_scale[si] : 1.0f);
       for (std::int32_t c = 0; c < chunks; ++c) {
         const int n = std::min(kSimdLanes, dim - c * kSimdLanes);
-        Simd::store(k_out + c * kSimdLanes,
-                    Simd::mul(Simd::load_kv(k_row + c * kSimdLanes, n), ks));
-        Simd::store(v_out + c * kSimdLanes,
-                    Simd::mul(Simd::load_kv(v_row + c * kSimdLanes, n), vs));
+        const std::ptrdiff_t d0 = std::ptrdiff_t{c} * kSimdLanes;
+        Simd::store(k_out + d0, Simd::mul(Simd::load_kv(k_row + d0, n), ks));
+        Simd::store(v_out + d0, Simd::mul(Simd::load_kv(v_row + d0, n), vs));
       }
     }
     if (++slot == src.block_size) {
@@ -139,27 +142,28 @@ inline void pv_block(AttentionScratch& s, std::int32_t r0, std::int32_t c0, std:
   using V = typename Simd::V;
   V acc[kRows][kChunks];
   INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
-    const V a = Simd::set1(s.alpha[static_cast<std::size_t>(r0 + r)]);
+    const V a = Simd::set1(s.alpha[scratch_index(r0 + r)]);
     INFERKIT_UNROLL for (int c = 0; c < kChunks; ++c) {
-      acc[r][c] = Simd::mul(
-          Simd::load(&s.o[static_cast<std::size_t>(r0 + r) * padded_dim + (c0 + c) * kSimdLanes]),
-          a);
+      acc[r][c] = Simd::mul(Simd::load(&s.o[scratch_index(std::int64_t{r0 + r} * padded_dim +
+                                                          std::int64_t{c0 + c} * kSimdLanes)]),
+                            a);
     }
   }
   for (std::int32_t j = 0; j < count; ++j) {
     V v[kChunks];
     INFERKIT_UNROLL for (int c = 0; c < kChunks; ++c) {
-      v[c] =
-          Simd::load(&s.v_tile[static_cast<std::size_t>(j) * padded_dim + (c0 + c) * kSimdLanes]);
+      v[c] = Simd::load(&s.v_tile[scratch_index(std::int64_t{j} * padded_dim +
+                                                std::int64_t{c0 + c} * kSimdLanes)]);
     }
     INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
-      const V p = Simd::set1(s.p[static_cast<std::size_t>(r0 + r) * kSimdLanes + j]);
+      const V p = Simd::set1(s.p[scratch_index(std::int64_t{r0 + r} * kSimdLanes + j)]);
       INFERKIT_UNROLL for (int c = 0; c < kChunks; ++c) acc[r][c] = Simd::fma(p, v[c], acc[r][c]);
     }
   }
   INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
     INFERKIT_UNROLL for (int c = 0; c < kChunks; ++c) {
-      Simd::store(&s.o[static_cast<std::size_t>(r0 + r) * padded_dim + (c0 + c) * kSimdLanes],
+      Simd::store(&s.o[scratch_index(std::int64_t{r0 + r} * padded_dim +
+                                     std::int64_t{c0 + c} * kSimdLanes)],
                   acc[r][c]);
     }
   }
@@ -205,13 +209,13 @@ INFERKIT_FORCEINLINE void qk_direct(const float* q, std::int32_t padded, std::in
       k[t] = load_chunk<Simd, kHeadDim>(tr.k[j0 + t] + c * kSimdLanes, n);
     }
     INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
-      const V qv = Simd::load(q + static_cast<std::ptrdiff_t>(r) * padded + c * kSimdLanes);
+      const V qv = Simd::load(q + std::ptrdiff_t{r} * padded + std::ptrdiff_t{c} * kSimdLanes);
       INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) acc[r][t] = Simd::fma(qv, k[t], acc[r][t]);
     }
   }
   INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
     INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) {
-      Simd::store(acc_out + (r * kSimdLanes + j0 + t) * kSimdLanes, acc[r][t]);
+      Simd::store(acc_out + std::ptrdiff_t{r * kSimdLanes + j0 + t} * kSimdLanes, acc[r][t]);
     }
   }
 }
@@ -227,7 +231,8 @@ INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, st
   V acc[kRows][kCh];
   INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
     INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
-      acc[r][c] = Simd::load(&s.o[static_cast<std::size_t>(r * padded + (c0 + c) * kSimdLanes)]);
+      acc[r][c] = Simd::load(
+          &s.o[scratch_index(std::int64_t{r} * padded + std::int64_t{c0 + c} * kSimdLanes)]);
     }
   }
   if (s.rescale) {  // rare once the running max settles
@@ -244,13 +249,14 @@ INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, st
           load_chunk<Simd, kHeadDim>(tr.v[j] + (c0 + c) * kSimdLanes, dim - (c0 + c) * kSimdLanes);
     }
     INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
-      const V p = Simd::set1(s.p[static_cast<std::size_t>(r * kSimdLanes + j)]);
+      const V p = Simd::set1(s.p[scratch_index(std::int64_t{r} * kSimdLanes + j)]);
       INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) acc[r][c] = Simd::fma(p, v[c], acc[r][c]);
     }
   }
   INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
     INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
-      Simd::store(&s.o[static_cast<std::size_t>(r * padded + (c0 + c) * kSimdLanes)], acc[r][c]);
+      Simd::store(&s.o[scratch_index(std::int64_t{r} * padded + std::int64_t{c0 + c} * kSimdLanes)],
+                  acc[r][c]);
     }
   }
 }
@@ -322,7 +328,7 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
   for (std::int32_t r = 0; r < num_rows; ++r) {
     const std::int32_t t = r / rows.group;
     const std::int32_t g = r % rows.group;
-    const float* q = rows.q + t * rows.q_token_stride + g * dim;
+    const float* q = rows.q + t * rows.q_token_stride + std::int64_t{g} * dim;
     float* qs = &s.q[idx(r) * idx(padded)];
     for (std::int32_t d = 0; d < dim; ++d) qs[d] = q[d] * scale;
     for (std::int32_t d = dim; d < padded; ++d) qs[d] = 0.0f;
@@ -371,10 +377,11 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
       s.rescale = false;
       for (std::int32_t r = 0; r < num_rows; ++r) {
         float* acc = &s.acc[idx(r) * kSimdLanes * kSimdLanes];
-        std::fill(acc + count * kSimdLanes, acc + kSimdLanes * kSimdLanes, 0.0f);
+        std::fill(acc + std::ptrdiff_t{count} * kSimdLanes,
+                  acc + std::ptrdiff_t{kSimdLanes} * kSimdLanes, 0.0f);
         V parts[kSimdLanes];
         INFERKIT_UNROLL for (int t = 0; t < kSimdLanes; ++t) {
-          parts[t] = Simd::load(acc + t * kSimdLanes);
+          parts[t] = Simd::load(acc + std::ptrdiff_t{t} * kSimdLanes);
         }
         V scores = Simd::reduce16(parts);
         if (scaled) scores = Simd::mul(scores, Simd::load(tr.k_scale));
@@ -401,7 +408,7 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
         INFERKIT_UNROLL for (auto& a : acc) a = Simd::zero();
         const float* qs = &s.q[idx(r) * idx(padded)];
         for (std::int32_t c = 0; c < chunks; ++c) {
-          const V qv = Simd::load(qs + c * kSimdLanes);
+          const V qv = Simd::load(qs + std::ptrdiff_t{c} * kSimdLanes);
           INFERKIT_UNROLL for (int j = 0; j < kSimdLanes; ++j) {
             acc[j] = Simd::fma(
                 qv, Simd::load(&s.k_tile[idx(j) * idx(padded) + idx(c) * kSimdLanes]), acc[j]);
@@ -418,7 +425,7 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
   for (std::int32_t r = 0; r < num_rows; ++r) {
     const std::int32_t t = r / rows.group;
     const std::int32_t g = r % rows.group;
-    float* out = rows.out + t * rows.out_token_stride + g * dim;
+    float* out = rows.out + t * rows.out_token_stride + std::int64_t{g} * dim;
     const float sum = Simd::reduce_add(Simd::load(&s.row_sum[idx(r) * kSimdLanes]));
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
     const float* o = &s.o[idx(r) * idx(padded)];

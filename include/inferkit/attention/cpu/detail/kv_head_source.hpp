@@ -31,7 +31,7 @@ struct KvHeadSource {
   std::int32_t num_kv_heads = 0;
   std::int32_t head = 0;
 
-  std::int64_t scale_index(std::int32_t block, std::int32_t slot) const noexcept {
+  [[nodiscard]] std::int64_t scale_index(std::int32_t block, std::int32_t slot) const noexcept {
     return scale_mode == KvScaleMode::kPerToken
                ? (std::int64_t{block} * num_kv_heads + head) * block_size + slot
                : std::int64_t{block} * num_kv_heads + head;

@@ -78,7 +78,7 @@ struct SpreadPrefetcher {
   }
 
   /// Every line of the tile has been issued.
-  bool done() const noexcept { return left == 0 && next_run == num_runs; }
+  [[nodiscard]] bool done() const noexcept { return left == 0 && next_run == num_runs; }
 
   /// Issues the next `n` steps, each one line of K and the line of V at the same offset.
   INFERKIT_FORCEINLINE void issue(std::int64_t n) noexcept { walk(n, prefetch_line); }
