@@ -3,7 +3,8 @@
 # locate nvcc. Sourced, not run.
 
 inferkit_install_missing() {
-  local packages=(cmake ninja-build g++ catch2 libeigen3-dev libbenchmark-dev clang-format "$@")
+  local packages=(cmake ninja-build g++ catch2 libeigen3-dev libbenchmark-dev clang-format clang-tidy
+    "$@")
   local missing=()
   for pkg in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||

@@ -3,9 +3,10 @@
 # THE test command. On a fresh Debian machine it installs what is missing, then, failing fast:
 # 1. checks formatting (clang-format), 2. builds the dev preset (-Werror, header self-containment
 # check) and runs every test, including the find_package consumer, 3. builds and runs the tests
-# again under AddressSanitizer + UBSan, 4. where nvcc exists, builds every CUDA target and runs
-# the CUDA tests when nvidia-smi lists a GPU (without one they are counted as skipped; the
-# binary itself also exits 77, skip, when it finds no device).
+# again under AddressSanitizer + UBSan, 4. runs clang-tidy on a chosen set of units, 5. where
+# nvcc exists, builds every CUDA target and runs the CUDA tests when nvidia-smi lists a GPU
+# (without one they are counted as skipped; the binary itself also exits 77, skip, when it finds
+# no device).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
@@ -55,6 +56,22 @@ phase "asan preset: build and test under AddressSanitizer + UBSan"
 cmake --preset asan >/dev/null
 cmake --build --preset asan
 run_ctest asan
+
+phase "clang-tidy (.clang-tidy checks): the examples and the umbrella header's check unit"
+# Between them these units include every public header; warnings are errors, as in the builds.
+tidy_units=(examples/*.cpp build/dev/tests/header_check/inferkit_inferkit_hpp.cpp)
+tidy_log=$(mktemp)
+tidy_rc=0
+printf '%s\n' "${tidy_units[@]}" |
+  xargs -P 2 -n 1 clang-tidy -p build/dev --quiet --warnings-as-errors='*' >"$tidy_log" 2>&1 ||
+  tidy_rc=$?
+grep -v 'warnings generated' "$tidy_log" || true
+rm -f "$tidy_log"
+if [ "$tidy_rc" -ne 0 ]; then
+  echo "clang-tidy failed"
+  echo "${passed} passed, ${failed} failed, ${skipped} skipped"
+  exit 1
+fi
 
 if inferkit_find_nvcc; then
   phase "cuda preset: build every CUDA target ($(nvcc --version | tail -1))"
