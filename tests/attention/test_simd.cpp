@@ -17,6 +17,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <tests/support/paged_fixture.hpp>
 #include <type_traits>
 #include <vector>
 
@@ -45,17 +46,6 @@ Lanes lanes_of(typename Simd::V v) {
   return out;
 }
 
-template <class T>
-std::string type_name() {
-  if constexpr (std::is_same_v<T, float>) return "fp32";
-  if constexpr (std::is_same_v<T, float16>) return "fp16";
-  if constexpr (std::is_same_v<T, bfloat16>) return "bf16";
-  if constexpr (std::is_same_v<T, float8_e4m3>) return "fp8_e4m3";
-  if constexpr (std::is_same_v<T, float8_e5m2>) return "fp8_e5m2";
-  if constexpr (std::is_same_v<T, std::int8_t>) return "int8";
-  return "?";
-}
-
 /// The stored element with raw bits `b` (low bits used), NaN and inf encodings included.
 template <class T>
 T element_from_bits(std::uint32_t b) {
@@ -74,8 +64,8 @@ template <class T>
 void check_converted(const T* p, int n, const Lanes& got) {
   for (int i = 0; i < kSimdLanes; ++i) {
     const float want = i < n ? detail::kv_to_float(p[i]) : 0.0f;
-    INFO(type_name<T>() << " n " << n << " lane " << i << " got "
-                        << got[static_cast<std::size_t>(i)] << " want " << want);
+    INFO(test::kv_type_name<T>() << " n " << n << " lane " << i << " got "
+                                 << got[static_cast<std::size_t>(i)] << " want " << want);
     CHECK(std::bit_cast<std::uint32_t>(got[static_cast<std::size_t>(i)]) ==
           std::bit_cast<std::uint32_t>(want));
   }
