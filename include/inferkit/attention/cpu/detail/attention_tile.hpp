@@ -322,19 +322,18 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
   const float cap = params.logit_soft_cap;
   const bool scaled = src.scale_mode != KvScaleMode::kNone;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  const auto idx = [](std::int64_t i) { return static_cast<std::size_t>(i); };
 
   // Scaled queries in padded rows (zero tails), zero outputs.
   for (std::int32_t r = 0; r < num_rows; ++r) {
     const std::int32_t t = r / rows.group;
     const std::int32_t g = r % rows.group;
     const float* q = rows.q + t * rows.q_token_stride + std::int64_t{g} * dim;
-    float* qs = &s.q[idx(r) * idx(padded)];
+    float* qs = &s.q[scratch_index(r) * scratch_index(padded)];
     for (std::int32_t d = 0; d < dim; ++d) qs[d] = q[d] * scale;
     for (std::int32_t d = dim; d < padded; ++d) qs[d] = 0.0f;
-    std::fill_n(&s.o[idx(r) * idx(padded)], padded, 0.0f);
-    s.row_max[idx(r)] = kNegInf;
-    std::fill_n(&s.row_sum[idx(r) * kSimdLanes], kSimdLanes, 0.0f);
+    std::fill_n(&s.o[scratch_index(r) * scratch_index(padded)], padded, 0.0f);
+    s.row_max[scratch_index(r)] = kNegInf;
+    std::fill_n(&s.row_sum[scratch_index(r) * kSimdLanes], kSimdLanes, 0.0f);
   }
   TileRows<KV> tr;
   SpreadPrefetcher<KV> pf;
@@ -362,7 +361,7 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
       // loops: each of their `steps` iterations (counted exactly) issues pf_lines of its K/V
       // line pairs, which rounds up, so the whole tile is issued.
       const std::int32_t rest = chunks % kCh;
-      const std::int32_t pv_passes = chunks / kCh + (kCh == 3 && rest == 2 ? 1 : rest);
+      const std::int32_t pv_passes = chunks / kCh + (rest >= 2 ? rest - 1 : rest);
       const std::int32_t steps = (count / kTok + count % kTok) * chunks + pv_passes * count;
       if (prefetch_tokens_ahead > 0) pf.start(src, tok0 + prefetch_tokens_ahead, kv_end, row_bytes);
       const std::int64_t pf_lines = (pf.lines + steps - 1) / steps;
@@ -378,7 +377,7 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
       }
       s.rescale = false;
       for (std::int32_t r = 0; r < num_rows; ++r) {
-        float* acc = &s.acc[idx(r) * kSimdLanes * kSimdLanes];
+        float* acc = &s.acc[scratch_index(r) * kSimdLanes * kSimdLanes];
         std::fill(acc + std::ptrdiff_t{count} * kSimdLanes,
                   acc + std::ptrdiff_t{kSimdLanes} * kSimdLanes, 0.0f);
         V parts[kSimdLanes];
@@ -390,17 +389,15 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
         softmax_update<Simd>(s, r, scores, visible(r, tok0, count), cap,
                              scaled ? tr.v_scale : nullptr);
       }
-      // Passes of kCh chunks, then one of 2 when kCh is 3 and 2 are left, then single chunks:
+      // Passes of kCh chunks, then one of 2 if at least 2 are left, then single chunks:
       // pv_passes counts them for the prefetch quota.
       std::int32_t c = 0;
       for (; c + kCh <= chunks; c += kCh) {
         pv_direct<Simd, kHeadDim, kRows, kCh>(s, padded, dim, tr, c, count, pf, pf_lines);
       }
-      if constexpr (kCh == 3) {
-        if (c + 2 <= chunks) {
-          pv_direct<Simd, kHeadDim, kRows, 2>(s, padded, dim, tr, c, count, pf, pf_lines);
-          c += 2;
-        }
+      if (c + 2 <= chunks) {
+        pv_direct<Simd, kHeadDim, kRows, 2>(s, padded, dim, tr, c, count, pf, pf_lines);
+        c += 2;
       }
       for (; c < chunks; ++c) {
         pv_direct<Simd, kHeadDim, kRows, 1>(s, padded, dim, tr, c, count, pf, pf_lines);
@@ -416,12 +413,14 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
         // S[j] = q_r . k_j for the 16 tokens: 16 accumulators, one horizontal reduction.
         V acc[kSimdLanes];
         INFERKIT_UNROLL for (auto& a : acc) a = Simd::zero();
-        const float* qs = &s.q[idx(r) * idx(padded)];
+        const float* qs = &s.q[scratch_index(r) * scratch_index(padded)];
         for (std::int32_t c = 0; c < chunks; ++c) {
           const V qv = Simd::load(qs + std::ptrdiff_t{c} * kSimdLanes);
           INFERKIT_UNROLL for (int j = 0; j < kSimdLanes; ++j) {
-            acc[j] = Simd::fma(
-                qv, Simd::load(&s.k_tile[idx(j) * idx(padded) + idx(c) * kSimdLanes]), acc[j]);
+            acc[j] = Simd::fma(qv,
+                               Simd::load(&s.k_tile[scratch_index(j) * scratch_index(padded) +
+                                                    scratch_index(c) * kSimdLanes]),
+                               acc[j]);
           }
         }
         softmax_update<Simd>(s, r, Simd::reduce16(acc), visible(r, tok0, count), cap, nullptr);
@@ -436,13 +435,13 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
     const std::int32_t t = r / rows.group;
     const std::int32_t g = r % rows.group;
     float* out = rows.out + t * rows.out_token_stride + std::int64_t{g} * dim;
-    const float sum = Simd::reduce_add(Simd::load(&s.row_sum[idx(r) * kSimdLanes]));
+    const float sum = Simd::reduce_add(Simd::load(&s.row_sum[scratch_index(r) * kSimdLanes]));
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    const float* o = &s.o[idx(r) * idx(padded)];
+    const float* o = &s.o[scratch_index(r) * scratch_index(padded)];
     for (std::int32_t d = 0; d < dim; ++d) out[d] = o[d] * inv;
     if (rows.lse != nullptr) {
       rows.lse[t * rows.lse_token_stride + g] =
-          sum > 0.0f ? s.row_max[idx(r)] + std::log(sum) : kNegInf;
+          sum > 0.0f ? s.row_max[scratch_index(r)] + std::log(sum) : kNegInf;
     }
   }
 }

@@ -169,15 +169,15 @@ struct SimdAvx512 {
   /// Lane j = horizontal sum of acc[j]: a 4-level shuffle/add tree (46 ops for 16 sums).
   static V reduce16(const V* acc) noexcept {
     V t[8];
-    INFERKIT_UNROLL for (std::ptrdiff_t k = 0; k < 8;
-                         ++k) {  // 128-bit lanes [a0+a2, a1+a3, b0+b2, b1+b3]
+    // t[k], per 128-bit lane: [a0+a2, a1+a3, b0+b2, b1+b3] of a = acc[2k], b = acc[2k + 1].
+    INFERKIT_UNROLL for (std::ptrdiff_t k = 0; k < 8; ++k) {
       const V a = acc[2 * k];
       const V b = acc[2 * k + 1];
       t[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
     }
     V u[4];
-    INFERKIT_UNROLL for (std::ptrdiff_t k = 0; k < 4;
-                         ++k) {  // 128-bit lane i holds 4 partials of token 4k + i
+    // u[k], 128-bit lane i: 4 partials of token 4k + i.
+    INFERKIT_UNROLL for (std::ptrdiff_t k = 0; k < 4; ++k) {
       const V a = t[2 * k];
       const V b = t[2 * k + 1];
       u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
