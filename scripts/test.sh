@@ -19,6 +19,14 @@ phase() { echo "== $1 (at $(($(date +%s) - start)) s)"; }
 passed=0
 failed=0
 skipped=0
+# counts: the closing line in the plain form CI reads (counts alone on the line).
+counts() { echo "${passed} passed, ${failed} failed, ${skipped} skipped"; }
+# fail <what>: says what failed, prints the counts so far, and stops.
+fail() {
+  echo "$1 failed"
+  counts
+  exit 1
+}
 # run_ctest <preset> [ctest args…]: runs ctest, echoes its output, and adds up the counts.
 run_ctest() {
   local log
@@ -35,11 +43,7 @@ run_ctest() {
   passed=$((passed + total - fails - skips))
   failed=$((failed + fails))
   skipped=$((skipped + skips))
-  if [ "$rc" -ne 0 ] || [ "$total" -eq 0 ]; then
-    echo "ctest --preset $1 failed"
-    echo "${passed} passed, ${failed} failed, ${skipped} skipped"
-    exit 1
-  fi
+  if [ "$rc" -ne 0 ] || [ "$total" -eq 0 ]; then fail "ctest --preset $1"; fi
 }
 
 phase "clang-format"
@@ -67,11 +71,7 @@ printf '%s\n' "${tidy_units[@]}" |
   tidy_rc=$?
 grep -v 'warnings generated' "$tidy_log" || true
 rm -f "$tidy_log"
-if [ "$tidy_rc" -ne 0 ]; then
-  echo "clang-tidy failed"
-  echo "${passed} passed, ${failed} failed, ${skipped} skipped"
-  exit 1
-fi
+if [ "$tidy_rc" -ne 0 ]; then fail "clang-tidy"; fi
 
 if inferkit_find_nvcc; then
   phase "cuda preset: build every CUDA target ($(nvcc --version | tail -1))"
@@ -90,5 +90,4 @@ else
 fi
 
 echo "test.sh finished in $(($(date +%s) - start)) s"
-# The closing line in the plain form CI reads: counts alone on the line, nothing before them.
-echo "${passed} passed, ${failed} failed, ${skipped} skipped"
+counts
