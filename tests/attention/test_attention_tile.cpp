@@ -4,8 +4,8 @@
 // KV head attends to a key range [kv_begin, kv_end) of one sequence's shuffled paged K/V. Row
 // counts 1/2/4/8 take the register path, others the fp32-scratch path; head dims take the
 // compiled (kHeadDim) and the runtime (kHeadDim = 0) paths; both SIMD policies run. Outputs and
-// natural-log LSEs are compared with a double-precision softmax computed here from the same
-// dequantized K/V, over exactly the range and visibility rules the kernel is given.
+// natural-log LSEs are compared with the double-precision oracle (reference_attention) on the
+// same dequantized K/V, over exactly the range and visibility rules the kernel is given.
 //
 // The fixture holds NaN in every unwritten slot of a partial last page (and every unused block),
 // and the tests also overwrite every token outside [kv_begin, kv_end) with NaN, so any read
@@ -18,6 +18,7 @@
 #include <inferkit/attention/cpu/detail/attention_tile.hpp>
 #include <inferkit/attention/cpu/detail/kv_head_source.hpp>
 #include <inferkit/attention/cpu/detail/simd.hpp>
+#include <inferkit/attention/reference.hpp>
 #include <inferkit/core/float16.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/kv/paged_kv_view.hpp>
@@ -163,8 +164,10 @@ TileResult run_case(const TileInputs<KV>& in, const TileCase& c, std::int32_t pr
   return run_tile<Simd, 0>(in, c, prefetch, s);
 }
 
-/// Double-precision attention of the block's rows over keys [kv_begin, kv_end), written out
-/// from the definition in attention_params.hpp. `seen[r]`: row r sees at least one key.
+/// The project's double-precision oracle (reference_attention) on the block's rows over keys
+/// [kv_begin, kv_end). The kernel's positions are absolute (query t at first_position + t), the
+/// oracle's relative to its own key range, so the causal/window rules (AttentionParams::visible)
+/// and the custom mask are handed to it as one explicit mask. `seen[r]`: row r sees a key.
 struct Reference {
   std::vector<double> out;  ///< [rows][head_dim], row r = t * group + g
   std::vector<double> lse;  ///< [rows]
@@ -174,67 +177,53 @@ struct Reference {
 template <class KV>
 Reference reference_tile(const TileInputs<KV>& in, const TileCase& c) {
   const std::int32_t dim = c.head_dim;
-  const auto n_keys = static_cast<std::size_t>(c.kv_end - c.kv_begin);
-  std::vector<double> k(n_keys * static_cast<std::size_t>(dim));
-  std::vector<double> v(k.size());
-  for (std::size_t j = 0; j < n_keys; ++j) {
-    const std::int64_t pos = c.kv_begin + static_cast<std::int64_t>(j);
-    for (std::int32_t d = 0; d < dim; ++d) {
-      const std::size_t i = j * static_cast<std::size_t>(dim) + static_cast<std::size_t>(d);
-      k[i] = in.f.value(in.f.k, in.f.k_scale, 0, pos, kHead, d);
-      v[i] = in.f.value(in.f.v, in.f.v_scale, 0, pos, kHead, d);
-    }
-  }
-  // The kernel's scale is the float resolved_scale; using the same value keeps the comparison
-  // about the kernel, not about 1/sqrt(d) rounding.
-  const double scale = c.params.resolved_scale(dim);
-  const double cap = c.params.logit_soft_cap;
-  Reference ref;
-  ref.out.assign(static_cast<std::size_t>(c.rows() * dim), 0.0);
-  ref.lse.assign(static_cast<std::size_t>(c.rows()), -std::numeric_limits<double>::infinity());
-  ref.seen.assign(static_cast<std::size_t>(c.rows()), false);
-  std::vector<double> logits(n_keys);
-  std::vector<bool> visible(n_keys);
+  const auto n_keys = static_cast<std::int32_t>(c.kv_end - c.kv_begin);
+  const auto at = [](std::int64_t i) { return static_cast<std::size_t>(i); };
+  std::vector<double> q(at(std::int64_t{c.rows()} * dim));  // [tokens][group][dim]: kHead's group
   for (std::int32_t t = 0; t < c.tokens; ++t) {
-    const std::int64_t p = c.first_position + t;
     for (std::int32_t g = 0; g < c.group; ++g) {
-      const auto r = static_cast<std::size_t>(t * c.group + g);
-      const float* q =
-          in.q.data() + static_cast<std::ptrdiff_t>((t * c.qo_heads() + kHead * c.group + g) * dim);
-      double max_logit = -std::numeric_limits<double>::infinity();
-      for (std::size_t j = 0; j < n_keys; ++j) {
-        const std::int64_t key = c.kv_begin + static_cast<std::int64_t>(j);
-        visible[j] =
-            (!c.params.causal || key <= p) &&
-            (c.params.window_left < 0 || key >= p - c.params.window_left) &&
-            (in.mask.empty() || in.mask[static_cast<std::size_t>(t * c.seq_len + key)] != 0);
-        if (!visible[j]) continue;
-        double s = 0.0;
-        for (std::int32_t d = 0; d < dim; ++d) {
-          s += static_cast<double>(q[d]) *
-               k[j * static_cast<std::size_t>(dim) + static_cast<std::size_t>(d)];
-        }
-        s *= scale;
-        if (cap > 0.0) s = cap * std::tanh(s / cap);
-        logits[j] = s;
-        max_logit = std::max(max_logit, s);
+      for (std::int32_t d = 0; d < dim; ++d) {
+        q[at((std::int64_t{t} * c.group + g) * dim + d)] =
+            in.q[at((std::int64_t{t} * c.qo_heads() + kHead * c.group + g) * dim + d)];
       }
-      if (max_logit == -std::numeric_limits<double>::infinity()) continue;  // sees no key
-      ref.seen[r] = true;
-      double sum = 0.0;
-      double* o = &ref.out[r * static_cast<std::size_t>(dim)];
-      for (std::size_t j = 0; j < n_keys; ++j) {
-        if (!visible[j]) continue;
-        const double w = std::exp(logits[j] - max_logit);
-        sum += w;
-        for (std::int32_t d = 0; d < dim; ++d) {
-          o[d] += w * v[j * static_cast<std::size_t>(dim) + static_cast<std::size_t>(d)];
-        }
-      }
-      for (std::int32_t d = 0; d < dim; ++d) o[d] /= sum;
-      ref.lse[r] = max_logit + std::log(sum);
     }
   }
+  std::vector<double> k(at(std::int64_t{n_keys} * dim));  // [n_keys][1][dim], dequantized
+  std::vector<double> v(k.size());
+  for (std::int32_t j = 0; j < n_keys; ++j) {
+    for (std::int32_t d = 0; d < dim; ++d) {
+      k[at(std::int64_t{j} * dim + d)] =
+          in.f.value(in.f.k, in.f.k_scale, 0, c.kv_begin + j, kHead, d);
+      v[at(std::int64_t{j} * dim + d)] =
+          in.f.value(in.f.v, in.f.v_scale, 0, c.kv_begin + j, kHead, d);
+    }
+  }
+  std::vector<std::uint8_t> visible(at(std::int64_t{c.tokens} * n_keys));
+  for (std::int32_t t = 0; t < c.tokens; ++t) {
+    for (std::int32_t j = 0; j < n_keys; ++j) {
+      const std::int64_t key = c.kv_begin + j;
+      visible[at(std::int64_t{t} * n_keys + j)] =
+          c.params.visible(c.first_position + t, key) &&
+          (in.mask.empty() || in.mask[at(t * c.seq_len + key)] != 0);
+    }
+  }
+  AttentionShape shape;
+  shape.num_q_tokens = c.tokens;
+  shape.num_kv_tokens = n_keys;
+  shape.num_qo_heads = c.group;
+  shape.num_kv_heads = 1;
+  shape.head_dim = dim;
+  AttentionParams params = c.params;
+  params.causal = false;  // carried by `visible`
+  params.window_left = -1;
+  // The kernel's scale is the float resolved_scale; handing the oracle the same value keeps the
+  // comparison about the kernel, not about 1/sqrt(d) rounding.
+  params.sm_scale = c.params.resolved_scale(dim);
+  Reference ref;
+  ref.out.resize(q.size());
+  ref.lse.resize(at(c.rows()));
+  reference_attention<double>(q, k, v, shape, params, ref.out, ref.lse, visible);
+  for (const double l : ref.lse) ref.seen.push_back(l != -std::numeric_limits<double>::infinity());
   return ref;
 }
 
