@@ -509,7 +509,7 @@ void BM_StreamRead(benchmark::State& state) {
 }
 
 BENCHMARK(BM_StreamRead)->Iterations(1)->Unit(benchmark::kMillisecond);
-// Identity table first (paged-vs-contiguous ratio is reported on the shuffled run).
+// The target shape (GQA 4) over the grid, then GQA 1 and 8 at one shape.
 BENCHMARK(BM_PagedDecode)
     ->ArgNames({"batch", "ctx", "shuffled", "group"})
     ->ArgsProduct({{1, 8, 32}, {1024, 4096, 16384}, {0, 1}, {4}})
