@@ -19,6 +19,7 @@
 #include <inferkit/core/int4.hpp>
 #include <inferkit/core/model_shape.hpp>
 #include <inferkit/core/rng.hpp>
+#include <inferkit/core/token_id.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
 #include <inferkit/kv/kv_cache.hpp>

@@ -7,14 +7,12 @@
 
 #include <cstdint>
 #include <inferkit/core/error.hpp>
+#include <inferkit/core/token_id.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <span>
 #include <vector>
 
 namespace inferkit {
-
-/// A token id as the tokenizer produces it.
-using TokenId = std::int32_t;
 
 namespace detail {
 
