@@ -16,7 +16,9 @@
 #include <inferkit/core/float8.hpp>
 #include <inferkit/core/rng.hpp>
 #include <limits>
+#include <string>
 #include <tests/support/attention_kernels.hpp>
+#include <tests/support/error_code.hpp>
 #include <tests/support/paged_fixture.hpp>
 #include <vector>
 
@@ -193,6 +195,34 @@ TEST_CASE("paged_decode: results are identical for any thread count and any batc
   CHECK(max_abs_diff(all.out, ref) <= kOutTol);
 }
 
+TEST_CASE("paged_decode: a begin/end page table with gaps gives the same bits as CSR",
+          "[attention][paged_decode]") {
+  Rng rng(12);
+  const std::vector<std::int64_t> lens = {700, 1, 16, 33, 2100};
+  const auto f = make_paged_kv<float16>(rng, lens, 2, 16, 64);
+  const auto q = test::random_floats(rng, lens.size() * 8 * 64, -2.0f, 2.0f);
+  const DecodeResult csr = run_decode(f, q, 8, 1, default_params(), 512);
+  const test::GappedPageTable g = test::make_gapped_table(f);
+  auto gapped = [&](std::int32_t first, std::int32_t count) {
+    const auto row = static_cast<std::size_t>(8 * 64);
+    std::vector<float> out(static_cast<std::size_t>(count) * row, -7.0f);
+    PagedDecodeArgs<float16> args;
+    args.q = q.data() + static_cast<std::size_t>(first) * row;
+    args.kv = f.view();
+    args.pages = g.view(first, count);
+    args.num_qo_heads = 8;
+    args.head_dim = 64;
+    args.out = out.data();
+    args.kv_split_tokens = 512;
+    paged_decode(cpu{}, args);
+    return out;
+  };
+  CHECK(gapped(0, 5) == csr.out);
+  // A sub-range of sequences is a view of its own (the decode part of a scheduler's step).
+  const std::vector<float> tail = gapped(2, 3);
+  CHECK(std::vector<float>(csr.out.begin() + 2 * 8 * 64, csr.out.end()) == tail);
+}
+
 TEST_CASE("paged_decode: the portable path matches the reference", "[attention][paged_decode]") {
   // Group 4 takes the direct (register) path, group 7 the fp32-scratch path.
   for (const std::int32_t group : {4, 7}) {
@@ -292,5 +322,27 @@ TEST_CASE("paged_decode: bad arguments throw before any output is written",
     auto bad = args;
     bad.params.window_left = -2;
     expect_error(bad, ErrorCode::kInvalidArgument);
+  }
+  SECTION("begin/end tables: an end before its begin, a negative begin, a bad id in a run") {
+    const test::GappedPageTable g = test::make_gapped_table(f);
+    auto bad = args;
+    bad.pages = g.view(0, 2);
+    auto ends = g.end;
+    ends[1] = g.begin[1] - 1;
+    bad.pages.indptr_end = ends.data();
+    std::string message;
+    CHECK(test::code_of([&] { paged_decode(cpu{}, bad); }, &message) ==
+          ErrorCode::kInvalidArgument);
+    CHECK_THAT(message, Catch::Contains("pages.indptr_end[1]"));
+    auto begins = g.begin;
+    begins[0] = -1;
+    bad.pages = g.view(0, 2);
+    bad.pages.indptr = begins.data();
+    expect_error(bad, ErrorCode::kInvalidArgument);
+    auto indices = g.indices;
+    indices[static_cast<std::size_t>(g.begin[0])] = -1;  // a page the kernel would follow
+    bad.pages = g.view(0, 2);
+    bad.pages.indices = indices.data();
+    expect_error(bad, ErrorCode::kOutOfRange);
   }
 }

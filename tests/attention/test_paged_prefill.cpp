@@ -173,6 +173,31 @@ TEST_CASE("paged_prefill: a uniform chunk gives the same bits as paged_decode",
   CHECK(a == b);
 }
 
+TEST_CASE("paged_prefill: a begin/end page table with gaps gives the same bits as CSR",
+          "[attention][paged_prefill]") {
+  Rng rng(32);
+  const std::vector<std::int64_t> lens = {900, 40, 1, 300};
+  const std::vector<std::int32_t> q_indptr = {0, 1, 41, 42, 142};  // decode, whole, 1, chunk
+  const auto f = make_paged_kv<bfloat16>(rng, lens, 2, 16, 64);
+  const auto q = test::random_floats(rng, 142 * 8 * 64, -2.0f, 2.0f);
+  const test::GappedPageTable g = test::make_gapped_table(f);
+  auto run = [&](PageTableView pages) {
+    std::vector<float> out(q.size(), -7.0f);
+    PagedPrefillArgs<bfloat16> p;
+    p.q = q.data();
+    p.q_indptr = q_indptr.data();
+    p.kv = f.view();
+    p.pages = pages;
+    p.num_qo_heads = 8;
+    p.head_dim = 64;
+    p.out = out.data();
+    p.kv_split_tokens = 256;
+    paged_prefill(cpu{}, p);
+    return out;
+  };
+  CHECK(run(g.view(0, 4)) == run(f.table()));
+}
+
 TEST_CASE("paged_prefill: bad arguments throw before any output is written",
           "[attention][paged_prefill]") {
   Rng rng(4);

@@ -92,3 +92,29 @@ TEST_CASE("PagedKVView: a writable view converts to a read-only view with every 
   static_assert(std::is_convertible_v<PagedKVView<float>, PagedKVView<const float>>);
   static_assert(!std::is_convertible_v<PagedKVView<const float>, PagedKVView<float>>);
 }
+
+TEST_CASE("PageTableView: begin/end offsets bound each sequence on their own",
+          "[kv][paged_kv_view]") {
+  // Sequences stored out of order with gaps (-9 marks an entry no sequence owns).
+  const std::vector<std::int32_t> indices{-9, 7, 8, -9, 4, -9, -9, 1, 0, 3};
+  const std::vector<std::int32_t> begin{7, 4, 5};
+  const std::vector<std::int32_t> end{10, 5, 5};
+  const std::vector<std::int32_t> last{2, 16, 0};
+  const PageTableView view{begin.data(), indices.data(), last.data(), 3, end.data()};
+  CHECK(view.has_gaps());
+  CHECK(view.page_begin(0) == 7);
+  CHECK(view.page_end(0) == 10);
+  CHECK(view.num_pages(0) == 3);
+  CHECK(view.num_pages(1) == 1);
+  CHECK(view.num_pages(2) == 0);
+  CHECK(view.seq_len(0, 16) == 34);
+  CHECK(view.seq_len(1, 16) == 16);
+  CHECK(view.seq_len(2, 16) == 0);
+  // The CSR form reads its ends from indptr[s + 1].
+  const std::vector<std::int32_t> indptr{0, 3, 4};
+  const PageTableView csr{indptr.data(), indices.data(), last.data(), 2};
+  CHECK_FALSE(csr.has_gaps());
+  CHECK(csr.page_end(0) == 3);
+  CHECK(csr.page_begin(1) == 3);
+  CHECK(csr.num_pages(1) == 1);
+}

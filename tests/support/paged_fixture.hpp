@@ -262,4 +262,40 @@ inline double max_abs_diff(std::span<const float> got, std::span<const double> w
   return worst;
 }
 
+/// A fixture's page tables re-laid in the begin/end form (PageTableView::indptr_end): the
+/// sequences' page runs in reverse order with gaps between them, and every gap entry holds an
+/// id no kernel may follow (-1 or num_blocks + 7), so reading one fails validation or the test.
+struct GappedPageTable {
+  std::vector<std::int32_t> begin, end, indices, last_page_len;
+
+  /// The view of sequences [first, first + count).
+  [[nodiscard]] PageTableView view(std::int32_t first, std::int32_t count) const {
+    const auto f = static_cast<std::size_t>(first);
+    return {begin.data() + f, indices.data(), last_page_len.data() + f, count, end.data() + f};
+  }
+};
+
+template <class KV>
+GappedPageTable make_gapped_table(const PagedKVFixture<KV>& f) {
+  GappedPageTable g;
+  const auto n = static_cast<std::size_t>(f.num_seqs());
+  g.begin.resize(n);
+  g.end.resize(n);
+  g.last_page_len = f.last_page_len;
+  std::int32_t poison = -1;
+  const auto gap = [&](std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) g.indices.push_back(poison);
+    poison = poison == -1 ? f.num_blocks + 7 : -1;
+  };
+  for (std::size_t s = n; s-- > 0;) {
+    gap(1 + s % 3);
+    g.begin[s] = static_cast<std::int32_t>(g.indices.size());
+    g.indices.insert(g.indices.end(), f.indices.begin() + f.indptr[s],
+                     f.indices.begin() + f.indptr[s + 1]);
+    g.end[s] = static_cast<std::int32_t>(g.indices.size());
+  }
+  gap(2);
+  return g;
+}
+
 }  // namespace inferkit::test

@@ -108,30 +108,41 @@ void validate_kv_and_pages(const PagedKVView<const KV>& kv, const PageTableView&
   check_arg(pages.num_seqs >= 0, ErrorCode::kInvalidArgument, "pages.num_seqs", pages.num_seqs,
             "must be >=", 0);
   detail::check_pointer(pages.indptr != nullptr, "pages.indptr",
-                        "must point to num_seqs + 1 offsets");
-  check_arg(pages.indptr[0] == 0, ErrorCode::kInvalidArgument, "pages.indptr[0]", pages.indptr[0],
-            "must equal", 0);
-  for (std::int32_t s = 0; s < pages.num_seqs; ++s) {
-    if (!(pages.indptr[s + 1] >= pages.indptr[s])) {
-      check_arg(false, ErrorCode::kInvalidArgument, "pages.indptr[" + std::to_string(s + 1) + "]",
-                pages.indptr[s + 1], "must be >= pages.indptr[s] =", pages.indptr[s]);
-    }
+                        pages.has_gaps() ? "must point to num_seqs begin offsets"
+                                         : "must point to num_seqs + 1 offsets");
+  if (!pages.has_gaps()) {
+    check_arg(pages.indptr[0] == 0, ErrorCode::kInvalidArgument, "pages.indptr[0]", pages.indptr[0],
+              "must equal", 0);
   }
-  const std::int32_t total_pages = pages.indptr[pages.num_seqs];
+  std::int64_t total_pages = 0;
+  for (std::int32_t s = 0; s < pages.num_seqs; ++s) {
+    if (!(pages.page_end(s) >= pages.page_begin(s) && pages.page_begin(s) >= 0)) {
+      const std::string end = pages.has_gaps() ? "pages.indptr_end[" + std::to_string(s) + "]"
+                                               : "pages.indptr[" + std::to_string(s + 1) + "]";
+      check_arg(pages.page_begin(s) >= 0, ErrorCode::kInvalidArgument,
+                "pages.indptr[" + std::to_string(s) + "]", pages.page_begin(s), "must be >=", 0);
+      check_arg(false, ErrorCode::kInvalidArgument, end, pages.page_end(s),
+                "must be >= the sequence's begin offset =", pages.page_begin(s));
+    }
+    total_pages += pages.num_pages(s);
+  }
   if (pages.num_seqs > 0) {
     detail::check_pointer(pages.last_page_len != nullptr, "pages.last_page_len",
                           "must point to num_seqs lengths");
   }
   if (total_pages > 0) {
     detail::check_pointer(pages.indices != nullptr, "pages.indices",
-                          "must point to indptr[num_seqs] block ids");
+                          "must point to every sequence's block ids");
     detail::check_pointer(kv.k != nullptr && kv.v != nullptr, "kv.k/kv.v",
                           "must point to the paged K/V storage");
   }
-  for (std::int32_t i = 0; i < total_pages; ++i) {
-    if (!(pages.indices[i] >= 0 && pages.indices[i] < kv.num_blocks)) {
-      check_arg(false, ErrorCode::kOutOfRange, "pages.indices[" + std::to_string(i) + "]",
-                pages.indices[i], "must be in [0, kv.num_blocks) with num_blocks =", kv.num_blocks);
+  for (std::int32_t s = 0; s < pages.num_seqs; ++s) {
+    for (std::int32_t i = pages.page_begin(s); i < pages.page_end(s); ++i) {
+      if (!(pages.indices[i] >= 0 && pages.indices[i] < kv.num_blocks)) {
+        check_arg(false, ErrorCode::kOutOfRange, "pages.indices[" + std::to_string(i) + "]",
+                  pages.indices[i],
+                  "must be in [0, kv.num_blocks) with num_blocks =", kv.num_blocks);
+      }
     }
   }
   for (std::int32_t s = 0; s < pages.num_seqs; ++s) {

@@ -68,21 +68,45 @@ struct PagedKVView {
   }
 };
 
-/// A batch's page tables in CSR form (FlashInfer's paged_kv_indptr / indices / last_page_len):
-/// sequence `s` owns pages `indices[indptr[s] .. indptr[s+1])` in logical order, and the last of
-/// them holds `last_page_len[s]` valid tokens (1..block_size). A sequence with no pages has
-/// `indptr[s] == indptr[s+1]` and 0 tokens. Its length in tokens is
+/// A batch's page tables (FlashInfer's paged_kv_indptr / indices / last_page_len): sequence `s`
+/// owns pages `indices[page_begin(s) .. page_end(s))` in logical order, and the last of them
+/// holds `last_page_len[s]` valid tokens (1..block_size). A sequence with no pages has
+/// `page_begin(s) == page_end(s)` and 0 tokens. Its length in tokens is
 /// `(num_pages - 1) * block_size + last_page_len` for num_pages >= 1.
+///
+/// Two layouts share the type:
+/// - **CSR** (`indptr_end == nullptr`): `indptr` has num_seqs + 1 offsets, `indptr[0] == 0`, and
+///   sequence s ends where s + 1 begins (`page_end(s) == indptr[s + 1]`).
+/// - **Begin/end** (`indptr_end != nullptr`): `indptr[s]` and `indptr_end[s]` bound sequence s on
+///   their own, so `indices` may hold gaps and sequences in any order. A scheduler keeps each
+///   sequence's pages in place across steps and writes only the pages that changed (vLLM keeps a
+///   persistent block table for the same reason), instead of rebuilding O(total pages) a step.
+///   Any sub-range of sequences is again a valid view (offset the three per-sequence arrays).
 struct PageTableView {
-  const std::int32_t* indptr = nullptr;         ///< [num_seqs + 1]
-  const std::int32_t* indices = nullptr;        ///< [indptr[num_seqs]] physical block ids
+  const std::int32_t* indptr = nullptr;         ///< [num_seqs + 1] (CSR) or [num_seqs] (begin)
+  const std::int32_t* indices = nullptr;        ///< physical block ids
   const std::int32_t* last_page_len = nullptr;  ///< [num_seqs]
   std::int32_t num_seqs = 0;
+  const std::int32_t* indptr_end = nullptr;  ///< optional [num_seqs] end offsets (begin/end)
 
+  /// Whether the begin/end layout is used (`indptr_end` set).
+  [[nodiscard]] INFERKIT_HOST_DEVICE constexpr bool has_gaps() const noexcept {
+    return indptr_end != nullptr;
+  }
+  /// Offset in `indices` of sequence `s`'s first page.
+  [[nodiscard]] INFERKIT_HOST_DEVICE constexpr std::int32_t page_begin(
+      std::int32_t s) const noexcept {
+    return indptr[s];
+  }
+  /// Offset in `indices` one past sequence `s`'s last page.
+  [[nodiscard]] INFERKIT_HOST_DEVICE constexpr std::int32_t page_end(
+      std::int32_t s) const noexcept {
+    return indptr_end != nullptr ? indptr_end[s] : indptr[s + 1];
+  }
   /// Pages owned by sequence `s`.
   [[nodiscard]] INFERKIT_HOST_DEVICE constexpr std::int32_t num_pages(
       std::int32_t s) const noexcept {
-    return indptr[s + 1] - indptr[s];
+    return page_end(s) - page_begin(s);
   }
   /// Tokens held by sequence `s`, given the block size.
   [[nodiscard]] INFERKIT_HOST_DEVICE constexpr std::int64_t seq_len(

@@ -170,7 +170,7 @@ void run_paged_attention(const PagedAttentionProblem<KV>& pb) {
     for (std::int64_t i = 0; i < num_items; ++i) {
       const AttentionWorkItem& it = items[static_cast<std::size_t>(i)];
       const auto src =
-          make_kv_head_source(pb.kv, pb.pages.indices + pb.pages.indptr[it.seq], it.kv_head);
+          make_kv_head_source(pb.kv, pb.pages.indices + pb.pages.page_begin(it.seq), it.kv_head);
 
       QueryRowBlock rows;
       rows.num_tokens = it.q_tokens;
