@@ -96,11 +96,10 @@ struct SoftmaxState {
 /// empty the row is 0 with LSE -inf. `v_out` may alias the first state; `lse_out` may be null.
 /// Only elements `d = first, first + step, ...` below `head_dim` are touched, so that `step`
 /// GPU threads can share a row (the CPU passes 0 and 1); each writes `lse_out` alike.
-INFERKIT_HOST_DEVICE inline void merge_row(std::int32_t num_states, const float* v,
-                                           std::int64_t v_state_stride, const float* lse,
-                                           std::int64_t lse_state_stride, std::int32_t head_dim,
-                                           float* v_out, float* lse_out, std::int32_t first = 0,
-                                           std::int32_t step = 1) noexcept {
+INFERKIT_HOST_DEVICE INFERKIT_FORCEINLINE void merge_row(
+    std::int32_t num_states, const float* v, std::int64_t v_state_stride, const float* lse,
+    std::int64_t lse_state_stride, std::int32_t head_dim, float* v_out, float* lse_out,
+    std::int32_t first = 0, std::int32_t step = 1) noexcept {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   float max_lse = kNegInf;
   for (std::int32_t i = 0; i < num_states; ++i) {

@@ -18,6 +18,7 @@
 #include <inferkit/attention/detail/kv_element_math.hpp>
 #include <inferkit/attention/detail/softmax_state.hpp>
 #include <limits>
+#include <type_traits>
 
 namespace inferkit::detail::cuda {
 
@@ -43,33 +44,55 @@ __device__ __forceinline__ float team_sum(float x, unsigned mask) {
   return x;
 }
 
-/// `N` consecutive elements of q/out (16-byte aligned) as floats, and back.
+/// Elements of q/out per 32-bit word, element `j` of word `w` as a float, and a word of them.
+template <class QO>
+inline constexpr int kPerWord = 4 / static_cast<int>(sizeof(QO));
+template <class QO>
+__device__ __forceinline__ float word_element(std::uint32_t w, int j) {
+  if constexpr (std::is_same_v<QO, float>) {
+    return __uint_as_float(w);
+  } else {
+    return to_f32(QO::from_bits(static_cast<std::uint16_t>(w >> (16 * j))));
+  }
+}
+template <class QO>
+__device__ __forceinline__ std::uint32_t to_word(const float* x, float factor) {
+  if constexpr (std::is_same_v<QO, float>) {
+    return __float_as_uint(x[0] * factor);
+  } else {
+    return std::uint32_t{from_f32<QO>(x[0] * factor).bits} |
+           (std::uint32_t{from_f32<QO>(x[1] * factor).bits} << 16);
+  }
+}
+
+/// `N` consecutive elements of q/out (16-byte aligned) as floats, and back (times `factor`), in
+/// 16-byte accesses; no local array has its address taken, so nothing lands in local memory.
 template <int N, class QO>
 __device__ __forceinline__ void load_row_chunk(const QO* p, float* out) {
   static_assert((N * sizeof(QO)) % 16 == 0);
-  constexpr int kWords = N * static_cast<int>(sizeof(QO)) / 16;
+  constexpr int kPer = kPerWord<QO>;
   const auto* v = reinterpret_cast<const uint4*>(p);
 #pragma unroll
-  for (int i = 0; i < kWords; ++i) {
+  for (int i = 0; i < N / (4 * kPer); ++i) {
     const uint4 w = v[i];
-    const QO* e = reinterpret_cast<const QO*>(&w);
 #pragma unroll
-    for (int j = 0; j < 16 / static_cast<int>(sizeof(QO)); ++j) {
-      out[i * (16 / static_cast<int>(sizeof(QO))) + j] = to_f32(e[j]);
+    for (int j = 0; j < kPer; ++j) {
+      out[(4 * i + 0) * kPer + j] = word_element<QO>(w.x, j);
+      out[(4 * i + 1) * kPer + j] = word_element<QO>(w.y, j);
+      out[(4 * i + 2) * kPer + j] = word_element<QO>(w.z, j);
+      out[(4 * i + 3) * kPer + j] = word_element<QO>(w.w, j);
     }
   }
 }
 template <int N, class QO>
 __device__ __forceinline__ void store_row_chunk(QO* p, const float* x, float factor) {
-  constexpr int kPerWord = 16 / static_cast<int>(sizeof(QO));
+  constexpr int kPer = kPerWord<QO>;
   auto* v = reinterpret_cast<uint4*>(p);
 #pragma unroll
-  for (int i = 0; i < N / kPerWord; ++i) {
-    uint4 w;
-    QO* e = reinterpret_cast<QO*>(&w);
-#pragma unroll
-    for (int j = 0; j < kPerWord; ++j) e[j] = from_f32<QO>(x[i * kPerWord + j] * factor);
-    v[i] = w;
+  for (int i = 0; i < N / (4 * kPer); ++i) {
+    const float* xi = x + 4 * i * kPer;
+    v[i] = make_uint4(to_word<QO>(xi, factor), to_word<QO>(xi + kPer, factor),
+                      to_word<QO>(xi + 2 * kPer, factor), to_word<QO>(xi + 3 * kPer, factor));
   }
 }
 
@@ -77,7 +100,7 @@ __device__ __forceinline__ void store_row_chunk(QO* p, const float* x, float fac
 /// must be DecodeConfig::kTeams. Writes `out`/`lse` for unsplit sequences, the partial buffers
 /// for split ones (merged by merge_chunks_kernel).
 template <class KV, class QO, int kHeadDim>
-__global__ void __launch_bounds__(DecodeConfig<KV, kHeadDim>::kThreads)
+__global__ void __launch_bounds__(DecodeConfig<KV, kHeadDim>::kThreads, 1)
     paged_decode_kernel(const __grid_constant__ AttentionKernelArgs<KV, QO> a,
                         const __grid_constant__ AttentionPlan plan) {
   using C = DecodeConfig<KV, kHeadDim>;

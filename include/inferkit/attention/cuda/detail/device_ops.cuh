@@ -111,26 +111,27 @@ __device__ __forceinline__ float2 word_to_float2(std::uint32_t w) {
 
 /// The 16 bytes at `v` (kVec = 16 / sizeof(KV) stored elements) as floats.
 template <class KV>
-__device__ __forceinline__ void vec16_to_float(const uint4& v, float* out) {
-  const std::uint32_t words[4] = {v.x, v.y, v.z, v.w};
+__device__ __forceinline__ void word_to_float(std::uint32_t w, float* out) {
   if constexpr (sizeof(KV) == 2) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = word_to_float2<KV>(words[i]);
-      out[2 * i] = f.x;
-      out[2 * i + 1] = f.y;
-    }
+    const float2 f = word_to_float2<KV>(w);
+    out[0] = f.x;
+    out[1] = f.y;
   } else {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 lo = word_to_float2<KV>(words[i]);
-      const float2 hi = word_to_float2<KV>(words[i] >> 16);
-      out[4 * i] = lo.x;
-      out[4 * i + 1] = lo.y;
-      out[4 * i + 2] = hi.x;
-      out[4 * i + 3] = hi.y;
-    }
+    const float2 lo = word_to_float2<KV>(w);
+    const float2 hi = word_to_float2<KV>(w >> 16);
+    out[0] = lo.x;
+    out[1] = lo.y;
+    out[2] = hi.x;
+    out[3] = hi.y;
   }
+}
+template <class KV>
+__device__ __forceinline__ void vec16_to_float(const uint4& v, float* out) {
+  constexpr int kPer = 4 / static_cast<int>(sizeof(KV));  // elements per 32-bit word
+  word_to_float<KV>(v.x, out);
+  word_to_float<KV>(v.y, out + kPer);
+  word_to_float<KV>(v.z, out + 2 * kPer);
+  word_to_float<KV>(v.w, out + 3 * kPer);
 }
 
 /// A query/output element as float, and back (round to nearest even).

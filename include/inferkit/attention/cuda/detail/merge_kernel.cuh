@@ -23,7 +23,7 @@ inline constexpr int kMergeWarps = 4;
 /// (sequence, row block) merges its chunks' partial rows in chunk order (in place into chunk
 /// 0's partial, then converted to `out`); every other CTA returns at once.
 template <class KV, class QO>
-__global__ void __launch_bounds__(32 * kMergeWarps)
+__global__ void __launch_bounds__(32 * kMergeWarps, 1)
     merge_chunks_kernel(const __grid_constant__ AttentionKernelArgs<KV, QO> a,
                         const __grid_constant__ AttentionPlan plan) {
   const std::int32_t item = static_cast<std::int32_t>(blockIdx.x);
@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(32 * kMergeWarps)
 /// Grid: ceil(num_rows / kMergeWarps); block: 32 * kMergeWarps; a warp per row (see
 /// merge_states(cuda, ...)).
 template <int kUnused = 0>
-__global__ void __launch_bounds__(32 * kMergeWarps)
+__global__ void __launch_bounds__(32 * kMergeWarps, 1)
     merge_states_kernel(const float* v, const float* lse, std::int32_t num_states,
                         std::int64_t num_rows, std::int32_t head_dim, float* v_out,
                         float* lse_out) {
