@@ -27,3 +27,16 @@ inferkit_find_nvcc() {
   fi
   command -v nvcc >/dev/null 2>&1
 }
+
+# Puts cuobjdump on PATH: the toolkit's, or NVIDIA's PyPI package (this toolkit ships without
+# it), installed when missing. Returns 1 when there is none to be had.
+inferkit_find_cuobjdump() {
+  command -v cuobjdump >/dev/null 2>&1 && return 0
+  [ -x /usr/local/cuda/bin/cuobjdump ] && export PATH="/usr/local/cuda/bin:$PATH" && return 0
+  local site
+  site=$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null) || return 1
+  if [ ! -x "$site/nvidia/cu13/bin/cuobjdump" ]; then
+    python3 -m pip install -q nvidia-cuda-cuobjdump >/dev/null 2>&1 || return 1
+  fi
+  [ -x "$site/nvidia/cu13/bin/cuobjdump" ] && export PATH="$site/nvidia/cu13/bin:$PATH"
+}

@@ -74,9 +74,9 @@ rm -f "$tidy_log"
 if [ "$tidy_rc" -ne 0 ]; then fail "clang-tidy"; fi
 
 if inferkit_find_nvcc; then
-  phase "cuda preset: build every CUDA target ($(nvcc --version | tail -1))"
-  cmake --preset cuda >/dev/null
-  cmake --build --preset cuda --target inferkit_cuda_all
+  phase "cuda preset: build every CUDA target, check kernel resources ($(nvcc --version | tail -1))"
+  scripts/gpu-check.sh --build-only || fail "gpu-check.sh --build-only"
+  run_ctest cuda -L cuda_package
   # Without a GPU the CUDA tests could only skip; a runner whose last words are "all skipped"
   # reads as a run that tested nothing, so they are counted as skipped without starting ctest.
   if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then

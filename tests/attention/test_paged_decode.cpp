@@ -346,3 +346,36 @@ TEST_CASE("paged_decode: bad arguments throw before any output is written",
     expect_error(bad, ErrorCode::kOutOfRange);
   }
 }
+
+TEMPLATE_TEST_CASE("paged_decode: 16-bit q and out run through fp32 on the CPU",
+                   "[attention][paged_decode]", float16, bfloat16) {
+  using QO = TestType;
+  Rng rng(77);
+  const auto f = make_paged_kv<bfloat16>(rng, {5, 40, 130}, 2, 16, 64);
+  const std::int32_t qo_heads = 8;
+  const auto rows = static_cast<std::size_t>(f.num_seqs() * qo_heads);
+  const auto q32 = test::random_floats(rng, rows * 64, -2.0f, 2.0f);
+  std::vector<QO> q16(q32.size());
+  std::vector<float> q_rounded(q32.size());
+  for (std::size_t i = 0; i < q32.size(); ++i) {
+    q16[i] = QO(q32[i]);
+    q_rounded[i] = static_cast<float>(q16[i]);
+  }
+  const DecodeResult want = run_decode(f, q_rounded, qo_heads, 1, AttentionParams{});
+  std::vector<QO> out16(q32.size());
+  std::vector<float> lse(rows);
+  PagedDecodeArgs<bfloat16, QO> args;
+  args.q = q16.data();
+  args.kv = f.view();
+  args.pages = f.table();
+  args.num_qo_heads = qo_heads;
+  args.head_dim = 64;
+  args.out = out16.data();
+  args.lse = lse.data();
+  paged_decode(cpu{}, args);
+  for (std::size_t i = 0; i < out16.size(); ++i) {
+    INFO("element " << i);
+    CHECK(static_cast<float>(out16[i]) == static_cast<float>(QO(want.out[i])));
+  }
+  CHECK(lse == want.lse);
+}

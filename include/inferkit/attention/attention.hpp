@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <inferkit/attention/attention_params.hpp>
 #include <inferkit/core/backend.hpp>
+#include <inferkit/core/bfloat16.hpp>
 #include <inferkit/core/config.hpp>
 #include <inferkit/core/detail/dispatch_value.hpp>
 #include <inferkit/core/error.hpp>
+#include <inferkit/core/float16.hpp>
 #include <inferkit/kv/paged_kv_view.hpp>
 #include <string>
 #include <type_traits>
@@ -32,28 +34,44 @@ inline constexpr std::int32_t kDefaultKvSplitTokens = 2048;
 /// no key (its output is 0).
 ///
 /// `KV` is the storage type: float, float16, bfloat16, float8_e4m3, float8_e5m2 (scale per
-/// (block, head), nullptr = 1) or std::int8_t (scale per (block, head, slot), required). All
-/// pointers are host memory for the CPU backend, device memory for CUDA.
-template <class KV>
+/// (block, head), nullptr = 1) or std::int8_t (scale per (block, head, slot), required). `QO` is
+/// the element type of q and out: float (the default), float16 or bfloat16 (engines keep GPU
+/// activations in 16 bits; the CPU backend converts them through fp32). All pointers are host
+/// memory for the CPU backend, device memory for CUDA, which also needs `host_pages`.
+///
+/// CUDA backend: KV float16, bfloat16, float8_e4m3 or float8_e5m2, head_dim 64, 128 or 256.
+/// It plans the split itself (see `plan_attention`), so a sequence's rounding may depend on the
+/// rest of the batch; `kv_split_tokens = 0` still means never split.
+template <class KV, class QO = float>
 struct PagedDecodeArgs {
-  const float* q = nullptr;       ///< [num_seqs][q_per_seq][num_qo_heads][head_dim]
+  const QO* q = nullptr;          ///< [num_seqs][q_per_seq][num_qo_heads][head_dim]
   PagedKVView<const KV> kv;       ///< one layer's pages; kv.head_dim must equal head_dim
   PageTableView pages;            ///< sequence s owns pages indices[indptr[s] .. indptr[s+1])
   std::int32_t num_qo_heads = 0;  ///< query heads; a multiple of kv.num_kv_heads (GQA)
   std::int32_t head_dim = 0;      ///< elements per head of q and out
   std::int32_t q_per_seq = 1;     ///< query tokens per sequence
-  float* out = nullptr;           ///< [num_seqs][q_per_seq][num_qo_heads][head_dim]
+  QO* out = nullptr;              ///< [num_seqs][q_per_seq][num_qo_heads][head_dim]
   float* lse = nullptr;           ///< optional [num_seqs][q_per_seq][num_qo_heads], natural log
   AttentionParams params;
   std::int32_t kv_split_tokens = kDefaultKvSplitTokens;  ///< 0: never split a sequence
+  /// CUDA backend: `pages` again, in host memory (it plans and validates from the lengths);
+  /// the CPU backend ignores it.
+  PageTableView host_pages;
+  /// CUDA backend: > 0 caps the KV chunk of one CTA (tests force splits with it); 0 lets the
+  /// planner choose. The CPU backend ignores it.
+  std::int32_t max_chunk_tokens = 0;
 };
 
 /// Prefill / append: sequence s contributes the n_s = q_indptr[s+1] - q_indptr[s] newest tokens
 /// (already appended to its pages); they attend to the whole sequence, causally (chunked
 /// prefill): query i of sequence s sits at position seq_len(s) - n_s + i.
-template <class KV>
+///
+/// CUDA backend: KV and QO float16 or bfloat16 (tensor cores), or QO float with 16-bit KV (q is
+/// rounded to the KV type), head_dim 64, 128 or 256, sm_80 or newer; needs `host_pages` and
+/// `host_q_indptr`.
+template <class KV, class QO = float>
 struct PagedPrefillArgs {
-  const float* q = nullptr;                ///< [q_indptr[num_seqs]][num_qo_heads][head_dim]
+  const QO* q = nullptr;                   ///< [q_indptr[num_seqs]][num_qo_heads][head_dim]
   const std::int32_t* q_indptr = nullptr;  ///< [num_seqs + 1], q_indptr[0] = 0, non-decreasing
   PagedKVView<const KV> kv;
   PageTableView pages;
@@ -65,13 +83,23 @@ struct PagedPrefillArgs {
   /// still read (weight 0 times their V), so every token up to seq_len must hold finite K/V, as
   /// cached tokens do; only the unwritten slots past seq_len are never read.
   const std::uint8_t* custom_mask = nullptr;
-  float* out = nullptr;  ///< [q_indptr[num_seqs]][num_qo_heads][head_dim]
+  QO* out = nullptr;     ///< [q_indptr[num_seqs]][num_qo_heads][head_dim]
   float* lse = nullptr;  ///< optional [q_indptr[num_seqs]][num_qo_heads], natural log
   AttentionParams params;
   std::int32_t kv_split_tokens = kDefaultKvSplitTokens;
+  /// CUDA backend: host copies of `pages` and `q_indptr`; the CPU backend ignores them.
+  PageTableView host_pages;
+  const std::int32_t* host_q_indptr = nullptr;
+  /// CUDA backend: > 0 caps the KV chunk of one CTA; 0 lets the planner choose.
+  std::int32_t max_chunk_tokens = 0;
 };
 
 namespace detail {
+
+/// Element types of q and out: float, float16, bfloat16.
+template <class QO>
+inline constexpr bool is_qo_type_v =
+    std::is_same_v<QO, float> || std::is_same_v<QO, float16> || std::is_same_v<QO, bfloat16>;
 
 // Null-pointer checks build their message without check_arg's string formatting of the value
 // (GCC 12 -O3 reports a false -Wrestrict in that path for string-literal values).
@@ -165,8 +193,9 @@ void validate_kv_and_pages(const PagedKVView<const KV>& kv, const PageTableView&
 /// `Error` naming the argument, its value and the limit: head_dim != kv.head_dim,
 /// num_qo_heads % num_kv_heads != 0, a page index outside [0, num_blocks), last_page_len outside
 /// [1, block_size], null pointers, q_per_seq < 1, a sequence shorter than q_per_seq when causal.
-template <class KV>
-void validate(const PagedDecodeArgs<KV>& args) {
+template <class KV, class QO>
+void validate(const PagedDecodeArgs<KV, QO>& args) {
+  static_assert(detail::is_qo_type_v<QO>, "q and out are float, float16 or bfloat16");
   detail::validate_kv_and_pages(args.kv, args.pages, args.num_qo_heads, args.head_dim, args.params,
                                 args.kv_split_tokens);
   check_arg(args.q_per_seq >= 1, ErrorCode::kInvalidArgument, "q_per_seq", args.q_per_seq,
@@ -186,8 +215,9 @@ void validate(const PagedDecodeArgs<KV>& args) {
 
 /// Checks prefill arguments (as for decode, plus q_indptr: non-null, starts at 0,
 /// non-decreasing, and n_s <= seq_len(s) when causal).
-template <class KV>
-void validate(const PagedPrefillArgs<KV>& args) {
+template <class KV, class QO>
+void validate(const PagedPrefillArgs<KV, QO>& args) {
+  static_assert(detail::is_qo_type_v<QO>, "q and out are float, float16 or bfloat16");
   detail::validate_kv_and_pages(args.kv, args.pages, args.num_qo_heads, args.head_dim, args.params,
                                 args.kv_split_tokens);
   detail::check_pointer(args.q_indptr != nullptr, "q_indptr", "must point to num_seqs + 1 offsets");
@@ -212,16 +242,16 @@ void validate(const PagedPrefillArgs<KV>& args) {
 }
 
 /// Backends without an implementation in this translation unit land here.
-template <class Backend, class KV>
-void paged_decode(Backend, const PagedDecodeArgs<KV>&) {
+template <class Backend, class KV, class QO>
+void paged_decode(Backend, const PagedDecodeArgs<KV, QO>&) {
   static_assert(detail::dependent_false_v<Backend>,
                 "no paged_decode for this backend here: CUDA overloads come from "
                 "<inferkit/attention/cuda/paged_attention.cuh>, compiled by nvcc in a .cu file");
 }
 
 /// Backends without an implementation in this translation unit land here.
-template <class Backend, class KV>
-void paged_prefill(Backend, const PagedPrefillArgs<KV>&) {
+template <class Backend, class KV, class QO>
+void paged_prefill(Backend, const PagedPrefillArgs<KV, QO>&) {
   static_assert(detail::dependent_false_v<Backend>,
                 "no paged_prefill for this backend here: CUDA overloads come from "
                 "<inferkit/attention/cuda/paged_attention.cuh>, compiled by nvcc in a .cu file");

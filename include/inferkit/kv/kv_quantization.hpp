@@ -190,8 +190,9 @@ inline void dequantize_int4(std::span<const std::uint8_t> packed, Int4Params p,
 
 /// The smallest power of two `s` with `amax / s <= max_finite` (0 for amax == 0). Powers of two
 /// make rescaling exact: when a later token needs a larger scale, the stored codes are
-/// multiplied by 2^-k, which only rounds for values pushed into the subnormal range.
-inline float fp8_block_scale(float amax, float max_finite) noexcept {
+/// multiplied by 2^-k, which only rounds for values pushed into the subnormal range. Host and
+/// device (the CUDA append kernel quantizes with the same rule).
+INFERKIT_HOST_DEVICE inline float fp8_block_scale(float amax, float max_finite) noexcept {
   if (amax == 0.0f) return 0.0f;
   int e = 0;
   const float m = std::frexp(amax / max_finite, &e);  // amax / max = m * 2^e, m in [0.5, 1)

@@ -37,9 +37,11 @@ struct PagedKVView {
   bool packed_int4 = false;     ///< T = std::uint8_t holding two 4-bit values per byte
 
   /// A writable view converts to a read-only one (kernels take `PagedKVView<const T>`), as
-  /// `std::span<T>` converts to `std::span<const T>`.
-  INFERKIT_HOST_DEVICE constexpr operator PagedKVView<const T>() const noexcept
-      requires(!std::is_const_v<T>) {
+  /// `std::span<T>` converts to `std::span<const T>`. (A template, so that no conversion of
+  /// PagedKVView<const T> to itself is declared, which nvcc warns about.)
+  template <class U>
+  requires(std::is_same_v<U, T> && !std::is_const_v<U>) INFERKIT_HOST_DEVICE constexpr
+  operator PagedKVView<const U>() const noexcept {
     return {k,          v,        k_scale,    v_scale, k_zero, v_zero, num_blocks, num_kv_heads,
             block_size, head_dim, packed_int4};
   }

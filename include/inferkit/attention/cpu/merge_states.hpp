@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <inferkit/attention/detail/softmax_state.hpp>
 #include <inferkit/core/backend.hpp>
 #include <inferkit/core/config.hpp>
 #include <inferkit/core/error.hpp>
@@ -18,53 +19,7 @@
 
 namespace inferkit {
 
-namespace detail {
-
-/// Merges the partial states i < num_states of one row: output head_dim floats at
-/// v + i * v_state_stride with natural-log LSE lse[i * lse_state_stride]. States with LSE -inf
-/// (nothing attended) get weight 0 and their values are never read; if every state is empty the
-/// row is 0 with LSE -inf. `v_out` may alias the first state.
-inline void merge_row(std::int32_t num_states, const float* v, std::int64_t v_state_stride,
-                      const float* lse, std::int64_t lse_state_stride, std::int32_t head_dim,
-                      float* v_out, float* lse_out) noexcept {
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  float max_lse = kNegInf;
-  for (std::int32_t i = 0; i < num_states; ++i) {
-    const float l = lse[i * lse_state_stride];
-    if (l > max_lse || std::isnan(l)) max_lse = l;
-  }
-  if (max_lse == kNegInf) {
-    for (std::int32_t d = 0; d < head_dim; ++d) v_out[d] = 0.0f;
-    if (lse_out != nullptr) *lse_out = kNegInf;
-    return;
-  }
-  // First contributing state initializes the accumulator (lets v_out alias state 0).
-  float total = 0.0f;
-  bool first = true;
-  for (std::int32_t i = 0; i < num_states; ++i) {
-    const float l = lse[i * lse_state_stride];
-    if (l == kNegInf) continue;
-    const float w = std::exp(l - max_lse);
-    const float* vi = v + i * v_state_stride;
-    if (first) {
-      for (std::int32_t d = 0; d < head_dim; ++d) v_out[d] = w * vi[d];
-      first = false;
-    } else {
-      for (std::int32_t d = 0; d < head_dim; ++d) v_out[d] += w * vi[d];
-    }
-    total += w;
-  }
-  const float inv = 1.0f / total;
-  for (std::int32_t d = 0; d < head_dim; ++d) v_out[d] *= inv;
-  if (lse_out != nullptr) *lse_out = max_lse + std::log(total);
-}
-
-inline void check_merge_size(std::string_view name, std::size_t actual, std::int64_t expected) {
-  check_arg(static_cast<std::int64_t>(actual) == expected, ErrorCode::kInvalidArgument,
-            std::string(name) + ".size()", actual, "must equal", expected);
-}
-
-}  // namespace detail
+namespace detail {}  // namespace detail
 
 /// Merges `num_states` partial attention states per row into one (CPU backend).
 ///
@@ -81,15 +36,7 @@ inline void check_merge_size(std::string_view name, std::size_t actual, std::int
 inline void merge_states(cpu, std::span<const float> v, std::span<const float> lse,
                          std::int32_t num_states, std::int32_t head_dim, std::span<float> v_out,
                          std::span<float> lse_out = {}) {
-  check_arg(num_states >= 1, ErrorCode::kInvalidArgument, "num_states", num_states,
-            "must be >=", 1);
-  check_arg(head_dim >= 1, ErrorCode::kInvalidArgument, "head_dim", head_dim, "must be >=", 1);
-  check_arg(lse.size() % static_cast<std::size_t>(num_states) == 0, ErrorCode::kInvalidArgument,
-            "lse.size()", lse.size(), "must be a multiple of num_states =", num_states);
-  const auto rows = static_cast<std::int64_t>(lse.size()) / num_states;
-  detail::check_merge_size("v", v.size(), std::int64_t{num_states} * rows * head_dim);
-  detail::check_merge_size("v_out", v_out.size(), rows * head_dim);
-  if (!lse_out.empty()) detail::check_merge_size("lse_out", lse_out.size(), rows);
+  const std::int64_t rows = detail::check_merge_args(v, lse, num_states, head_dim, v_out, lse_out);
 #if INFERKIT_HAS_OPENMP
 #  pragma omp parallel for schedule(static) if (rows * num_states * head_dim > (1 << 16))
 #endif

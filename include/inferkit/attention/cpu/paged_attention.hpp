@@ -231,7 +231,7 @@ void dispatch_paged_attention(const PagedAttentionProblem<KV>& pb) {
 }
 
 template <class KV>
-PagedAttentionProblem<KV> make_problem(const PagedDecodeArgs<KV>& a) {
+PagedAttentionProblem<KV> make_problem(const PagedDecodeArgs<KV, float>& a) {
   PagedAttentionProblem<KV> pb;
   pb.q = a.q;
   pb.q_per_seq = a.q_per_seq;
@@ -247,7 +247,7 @@ PagedAttentionProblem<KV> make_problem(const PagedDecodeArgs<KV>& a) {
 }
 
 template <class KV>
-PagedAttentionProblem<KV> make_problem(const PagedPrefillArgs<KV>& a) {
+PagedAttentionProblem<KV> make_problem(const PagedPrefillArgs<KV, float>& a) {
   PagedAttentionProblem<KV> pb;
   pb.q = a.q;
   pb.q_indptr = a.q_indptr;
@@ -264,6 +264,34 @@ PagedAttentionProblem<KV> make_problem(const PagedPrefillArgs<KV>& a) {
   return pb;
 }
 
+/// Runs `run` on fp32 copies of 16-bit q/out: `args` with q converted to float, then the
+/// float output converted back (`rows` query rows of num_qo_heads x head_dim).
+template <template <class, class> class Args, class KV, class QO, class Run>
+void run_through_fp32(const Args<KV, QO>& args, std::int64_t rows, Run&& run) {
+  const auto n = static_cast<std::size_t>(rows * args.num_qo_heads * args.head_dim);
+  std::vector<float> q(n);
+  std::vector<float> out(n);
+  for (std::size_t i = 0; i < n; ++i) q[i] = static_cast<float>(args.q[i]);
+  Args<KV, float> fp32;
+  fp32.q = q.data();
+  fp32.out = out.data();
+  fp32.kv = args.kv;
+  fp32.pages = args.pages;
+  fp32.num_qo_heads = args.num_qo_heads;
+  fp32.head_dim = args.head_dim;
+  fp32.lse = args.lse;
+  fp32.params = args.params;
+  fp32.kv_split_tokens = args.kv_split_tokens;
+  if constexpr (requires { args.q_per_seq; }) {
+    fp32.q_per_seq = args.q_per_seq;
+  } else {
+    fp32.q_indptr = args.q_indptr;
+    fp32.custom_mask = args.custom_mask;
+  }
+  run(fp32);
+  for (std::size_t i = 0; i < n; ++i) args.out[i] = QO(out[i]);
+}
+
 }  // namespace inferkit::detail
 
 namespace inferkit {
@@ -272,22 +300,38 @@ namespace inferkit {
 /// once per GQA group (all query heads of a KV head, and all q_per_seq tokens, share it);
 /// work is split over (sequence, KV head, KV chunk of kv_split_tokens) on OpenMP threads, and
 /// chunks are merged in a fixed order, so results do not depend on the thread count. Unwritten
-/// slots of a last page are never read. Throws as `validate(args)`, before any work.
+/// slots of a last page are never read. 16-bit q/out are converted through fp32 copies.
+/// Throws as `validate(args)`, before any work.
 /// O(num_seqs * seq_len * num_qo_heads * head_dim) flops, O(KV bytes) memory traffic.
-template <class KV>
-void paged_decode(cpu, const PagedDecodeArgs<KV>& args) {
+template <class KV, class QO>
+void paged_decode(cpu, const PagedDecodeArgs<KV, QO>& args) {
   validate(args);
-  detail::dispatch_paged_attention<detail::SimdNative>(detail::make_problem(args));
+  if constexpr (std::is_same_v<QO, float>) {
+    detail::dispatch_paged_attention<detail::SimdNative>(detail::make_problem(args));
+  } else {
+    const std::int64_t rows = std::int64_t{args.pages.num_seqs} * args.q_per_seq;
+    detail::run_through_fp32(args, rows, [](const PagedDecodeArgs<KV, float>& a) {
+      detail::dispatch_paged_attention<detail::SimdNative>(detail::make_problem(a));
+    });
+  }
 }
 
 /// Prefill / append attention over paged KV on the CPU (see `PagedPrefillArgs`): the n_s new
 /// tokens of each sequence attend causally to its cached pages and to each other, with an
 /// optional custom (tree) mask. Work items are (sequence, KV head, block of ~64 query rows,
-/// KV chunk). Throws as `validate(args)`, before any work.
-template <class KV>
-void paged_prefill(cpu, const PagedPrefillArgs<KV>& args) {
+/// KV chunk). 16-bit q/out are converted through fp32 copies. Throws as `validate(args)`,
+/// before any work.
+template <class KV, class QO>
+void paged_prefill(cpu, const PagedPrefillArgs<KV, QO>& args) {
   validate(args);
-  detail::dispatch_paged_attention<detail::SimdNative>(detail::make_problem(args));
+  if constexpr (std::is_same_v<QO, float>) {
+    detail::dispatch_paged_attention<detail::SimdNative>(detail::make_problem(args));
+  } else {
+    const std::int64_t rows = args.q_indptr[args.pages.num_seqs];
+    detail::run_through_fp32(args, rows, [](const PagedPrefillArgs<KV, float>& a) {
+      detail::dispatch_paged_attention<detail::SimdNative>(detail::make_problem(a));
+    });
+  }
 }
 
 }  // namespace inferkit
