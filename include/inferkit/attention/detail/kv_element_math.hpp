@@ -66,7 +66,7 @@ INFERKIT_HOST_DEVICE constexpr TokenAddress token_address(const PagedKVView<T>& 
                                                           std::int64_t pos) noexcept {
   const auto page = static_cast<std::int32_t>(pos / kv.block_size);
   const auto slot = static_cast<std::int32_t>(pos - std::int64_t{page} * kv.block_size);
-  const std::int32_t block = pages.indices[pages.indptr[seq] + page];
+  const std::int32_t block = pages.indices[pages.page_begin(seq) + page];
   return {block, kv.offset(block, head, slot)};
 }
 
