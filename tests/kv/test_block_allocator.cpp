@@ -8,7 +8,11 @@
 #include <deque>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/kv/block_allocator.hpp>
+#include <limits>
 #include <set>
+#include <tests/support/block_allocator_peer.hpp>
+#include <tests/support/error_code.hpp>
+#include <type_traits>
 #include <vector>
 
 using inferkit::BlockAllocator;
@@ -183,6 +187,47 @@ TEST_CASE("BlockAllocator: bad input throws and leaves the allocator unchanged",
       CHECK_THAT(e.what(), Catch::Contains("block 3"));
     }
   }
+}
+
+TEST_CASE("BlockAllocator: a refcount stops at kMaxRefCount and a refused retain changes nothing",
+          "[kv][block_allocator]") {
+  using Peer = inferkit::detail::BlockAllocatorPeer;
+  constexpr std::int32_t kMax = BlockAllocator::kMaxRefCount;
+  STATIC_REQUIRE(kMax == std::numeric_limits<std::int32_t>::max());
+  BlockAllocator a(4, 4);
+  const BlockId b = *a.allocate_one();
+  const BlockId c = *a.allocate_one();
+  Peer::add_owners(a, b, kMax - 2);  // refcount kMax - 1, as 2^31 - 3 retains would leave it
+  a.retain(b);
+  CHECK(a.ref_count(b) == kMax);
+  require_error_unchanged(a, ErrorCode::kOutOfRange, [&] { a.retain(b); });
+  const std::vector<BlockId> one{b};
+  require_error_unchanged(a, ErrorCode::kOutOfRange, [&] { a.retain(one); });
+  const std::vector<BlockId> mixed{c, b};  // all or nothing: c gains no owner either
+  require_error_unchanged(a, ErrorCode::kOutOfRange, [&] { a.retain(mixed); });
+  SECTION("a batch listing a block twice counts both owners") {
+    a.free(b);
+    a.free(b);  // kMax - 2
+    const std::vector<BlockId> twice{b, c, b};
+    a.retain(twice);
+    CHECK(a.ref_count(b) == kMax);
+    CHECK(a.ref_count(c) == 2);
+    a.free(c);
+    a.free(b);  // kMax - 1: one more fits, two do not
+    const std::vector<BlockId> again{b, b};
+    require_error_unchanged(a, ErrorCode::kOutOfRange, [&] { a.retain(again); });
+  }
+  SECTION("the message names the block and the limit") {
+    std::string message;
+    CHECK(inferkit::test::code_of([&] { a.retain(b); }, &message) == ErrorCode::kOutOfRange);
+    CHECK_THAT(message, Catch::Contains("block " + std::to_string(b)) &&
+                            Catch::Contains(std::to_string(kMax)));
+  }
+  Peer::add_owners(a, b, 1 - std::int64_t{a.ref_count(b)});
+  a.free(b);
+  a.free(c);
+  CHECK(a.num_free_blocks() == 4);
+  a.check_consistency();
 }
 
 TEST_CASE("BlockAllocator: tokens stored and utilization count each physical block once",

@@ -22,6 +22,11 @@ using BlockId = std::int32_t;
 /// "No block" (an empty list link, a padding entry).
 inline constexpr BlockId kNoBlock = -1;
 
+namespace detail {
+/// Test access (defined in tests/support/): reaches a refcount's limit without 2^31 retains.
+struct BlockAllocatorPeer;
+}  // namespace detail
+
 /// Where a block is in its life cycle.
 enum class BlockState : std::uint8_t {
   kFree,       ///< on the free list; its contents are garbage
@@ -39,9 +44,9 @@ enum class BlockState : std::uint8_t {
 ///   is empty, calling the eviction callback first so the cache can forget it.
 ///
 /// All metadata is preallocated as structure-of-arrays at construction; no operation allocates
-/// heap memory. Bad input (out-of-range id, freeing a free block, refcount underflow, ...)
-/// throws `Error` naming the block and leaves the allocator unchanged. Running out of blocks is
-/// not an error: `allocate` returns an empty result.
+/// heap memory. Bad input (out-of-range id, freeing a free block, refcount underflow or
+/// overflow, ...) throws `Error` naming the block and leaves the allocator unchanged. Running
+/// out of blocks is not an error: `allocate` returns an empty result.
 ///
 /// The allocator also records how many slots of each block hold tokens (`set_block_tokens`,
 /// maintained by BlockTable) so it can report `tokens_stored()` and `utilization()`.
@@ -51,9 +56,14 @@ enum class BlockState : std::uint8_t {
 /// id after the block has left the LRU list and lost its cached mark (it is already handed to
 /// the new owner); it must not throw and must not call mutating methods of this allocator.
 class BlockAllocator {
+  friend struct detail::BlockAllocatorPeer;
+
  public:
   /// Called with each cached block that allocation evicts for reuse.
   using EvictionCallback = std::function<void(BlockId)>;
+
+  /// The most owners one block can have (its reference count is an int32).
+  static constexpr std::int32_t kMaxRefCount = std::numeric_limits<std::int32_t>::max();
 
  private:
   std::int32_t num_blocks_ = 0;
@@ -65,7 +75,7 @@ class BlockAllocator {
   std::vector<BlockId> prev_;
   std::vector<BlockState> state_;
   std::vector<std::uint8_t> cached_;
-  std::vector<std::int32_t> pending_;  // scratch for validating batched frees (all zero)
+  std::vector<std::int32_t> pending_;  // scratch for validating batched retains/frees (all zero)
   std::vector<BlockId> scratch_;       // result buffer of allocate(n)
   BlockId free_head_ = kNoBlock;
   BlockId lru_head_ = kNoBlock;  // least recently used: evicted first
@@ -200,19 +210,32 @@ class BlockAllocator {
 
   /// Adds an owner to block `b`: increments the refcount of an in-use block, or revives an
   /// evictable cached block (removed from the LRU list, refcount 1, contents intact). O(1).
-  /// Throws `Error{kInvalidState}` for a free block, `Error{kOutOfRange}` for a bad id.
+  /// Throws `Error{kInvalidState}` for a free block, `Error{kOutOfRange}` for a bad id or a
+  /// block that already has `kMaxRefCount` owners.
   void retain(BlockId b) {
     check_id(b, "block");
     check_not_free(b, "retain");
+    if (ref_count_[idx(b)] == kMaxRefCount) [[unlikely]] {
+      throw_ref_limit(b);
+    }
     retain_unchecked(b);
   }
 
-  /// `retain` on every block (a fork shares all of a parent's blocks). All or nothing: validates
-  /// every id before changing anything. O(blocks.size()).
+  /// `retain` on every block (a fork shares all of a parent's blocks); a block listed k times
+  /// gains k owners. All or nothing: validates every id, and that no refcount would pass
+  /// `kMaxRefCount`, before changing anything. O(blocks.size()).
   void retain(std::span<const BlockId> blocks) {
+    // No refcount can pass the limit if none is above `room`: one compare per block, and the
+    // exact count of duplicates only near the limit.
+    const std::int64_t room = kMaxRefCount - static_cast<std::int64_t>(blocks.size());
+    bool near_limit = false;
     for (BlockId b : blocks) {
       check_id(b, "block");
       check_not_free(b, "retain");
+      near_limit |= ref_count_[idx(b)] > room;
+    }
+    if (near_limit) [[unlikely]] {
+      validate_retain(blocks);
     }
     for (BlockId b : blocks) retain_unchecked(b);
   }
@@ -336,7 +359,7 @@ class BlockAllocator {
     }
   }
   // Throws unless block b has at least `owners` owners.
-  void check_owned(BlockId b, std::int32_t owners) const {
+  void check_owned(BlockId b, std::int64_t owners) const {
     if (ref_count_[idx(b)] < owners) [[unlikely]] {
       throw_not_owned(b, owners);
     }
@@ -351,7 +374,14 @@ class BlockAllocator {
     detail::throw_error(ErrorCode::kInvalidState,
                         std::string(op) + ": block " + std::to_string(b) + " is free");
   }
-  [[noreturn]] void throw_not_owned(BlockId b, std::int32_t owners) const {
+  [[noreturn]] void throw_ref_limit(BlockId b) const {
+    detail::throw_error(
+        ErrorCode::kOutOfRange,
+        "retain: block " + std::to_string(b) + " has refcount " +
+            std::to_string(ref_count_[idx(b)]) +
+            ", one more owner would pass kMaxRefCount = " + std::to_string(kMaxRefCount));
+  }
+  [[noreturn]] void throw_not_owned(BlockId b, std::int64_t owners) const {
     detail::throw_error(ErrorCode::kInvalidState,
                         "block " + std::to_string(b) + " has refcount " +
                             std::to_string(ref_count_[idx(b)]) + " (" +
@@ -359,18 +389,32 @@ class BlockAllocator {
                             "), cannot drop " + std::to_string(owners) + " owner(s)");
   }
 
-  // Counts each id's occurrences in `pending_` and checks them against the refcounts, then
-  // resets the scratch, so a batch with duplicates is validated exactly.
-  void validate_release(std::span<const BlockId> blocks) {
-    for (BlockId b : blocks) check_id(b, "block");
+  // Counts each id's occurrences in `pending_` (stopping at the first that `room_of` would not
+  // allow, so the count never overflows), then resets the scratch: a batch with duplicates is
+  // validated exactly. Returns the first block over its limit.
+  template <class RoomOf>
+  std::optional<BlockId> first_over(std::span<const BlockId> blocks, RoomOf room_of) {
     std::optional<BlockId> bad;
     for (BlockId b : blocks) {
-      if (++pending_[idx(b)] > ref_count_[idx(b)] && !bad) bad = b;
+      std::int32_t& seen = pending_[idx(b)];
+      if (seen < room_of(b)) {
+        ++seen;
+      } else if (!bad) {
+        bad = b;
+      }
     }
-    std::int32_t wanted = 0;
-    if (bad) wanted = pending_[idx(*bad)];
     for (BlockId b : blocks) pending_[idx(b)] = 0;
-    if (bad) check_owned(*bad, wanted);
+    return bad;
+  }
+  void validate_release(std::span<const BlockId> blocks) {
+    for (BlockId b : blocks) check_id(b, "block");
+    const auto bad = first_over(blocks, [this](BlockId b) { return ref_count_[idx(b)]; });
+    if (bad) check_owned(*bad, std::int64_t{ref_count_[idx(*bad)]} + 1);
+  }
+  void validate_retain(std::span<const BlockId> blocks) {
+    const auto bad =
+        first_over(blocks, [this](BlockId b) { return kMaxRefCount - ref_count_[idx(b)]; });
+    if (bad) throw_ref_limit(*bad);
   }
 
   void push_free(BlockId b) noexcept {
