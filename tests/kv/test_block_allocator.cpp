@@ -112,6 +112,14 @@ TEST_CASE("BlockAllocator: allocate is all or nothing and free returns blocks",
   a.check_consistency();
 }
 
+TEST_CASE("BlockAllocator: neither copyable nor movable, since tables and trees bind to it",
+          "[kv][block_allocator]") {
+  STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<BlockAllocator>);
+  STATIC_REQUIRE_FALSE(std::is_move_constructible_v<BlockAllocator>);
+  STATIC_REQUIRE_FALSE(std::is_copy_assignable_v<BlockAllocator>);
+  STATIC_REQUIRE_FALSE(std::is_move_assignable_v<BlockAllocator>);
+}
+
 TEST_CASE("BlockAllocator: can_allocate keeps the watermark in reserve", "[kv][block_allocator]") {
   BlockAllocator a(100, 16);
   CHECK(a.can_allocate(100));
@@ -120,6 +128,8 @@ TEST_CASE("BlockAllocator: can_allocate keeps the watermark in reserve", "[kv][b
   CHECK_FALSE(a.can_allocate(91, 0.1));
   CHECK(a.can_allocate(0, 1.0));
   CHECK_FALSE(a.can_allocate(1, 1.0));
+  CHECK_FALSE(a.can_allocate(std::int64_t{1} << 40));  // any block count can be asked about
+  CHECK_FALSE(a.can_allocate(std::numeric_limits<std::int64_t>::max()));
   CHECK_THROWS_AS(a.can_allocate(-1), Error);
   CHECK_THROWS_AS(a.can_allocate(1, 1.5), Error);
   CHECK_THROWS_AS(a.can_allocate(1, -0.1), Error);

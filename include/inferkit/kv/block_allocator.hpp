@@ -48,6 +48,9 @@ enum class BlockState : std::uint8_t {
 /// overflow, ...) throws `Error` naming the block and leaves the allocator unchanged. Running
 /// out of blocks is not an error: `allocate` returns an empty result.
 ///
+/// Block tables and prefix caches bind to an allocator by address, so it is neither copyable
+/// nor movable, and it must outlive every `BlockTable` and `RadixTree` built on it.
+///
 /// The allocator also records how many slots of each block hold tokens (`set_block_tokens`,
 /// maintained by BlockTable) so it can report `tokens_stored()` and `utilization()`.
 ///
@@ -108,6 +111,12 @@ class BlockAllocator {
     // Ascending ids come out first: block i links to i + 1.
     for (BlockId b = num_blocks - 1; b >= 0; --b) push_free(b);
   }
+
+  BlockAllocator(const BlockAllocator&) = delete;
+  BlockAllocator& operator=(const BlockAllocator&) = delete;
+  BlockAllocator(BlockAllocator&&) = delete;
+  BlockAllocator& operator=(BlockAllocator&&) = delete;
+  ~BlockAllocator() = default;
 
   /// Installs the callback that allocation calls for every cached block it evicts (replaces
   /// any previous one; an empty function disables it).
@@ -170,8 +179,10 @@ class BlockAllocator {
 
   /// Whether `n` blocks can be allocated while keeping `floor(watermark * num_blocks)` blocks
   /// in reserve (vLLM's watermark: admission of new work leaves room for running sequences to
-  /// grow). Throws `Error{kInvalidArgument}` for `n < 0` or a watermark outside [0, 1].
-  [[nodiscard]] bool can_allocate(std::int32_t n, double watermark = 0.0) const {
+  /// grow). `n` is an int64 so that any block count (`BlockTable::blocks_needed_to_append`)
+  /// can be asked about. Throws `Error{kInvalidArgument}` for `n < 0` or a watermark outside
+  /// [0, 1].
+  [[nodiscard]] bool can_allocate(std::int64_t n, double watermark = 0.0) const {
     check_arg(n >= 0, ErrorCode::kInvalidArgument, "n", n, "must be >=", 0);
     check_arg(watermark >= 0.0 && watermark <= 1.0, ErrorCode::kInvalidArgument, "watermark",
               watermark, "must be in", "[0, 1]");
