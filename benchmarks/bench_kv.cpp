@@ -164,7 +164,9 @@ BENCHMARK(BM_BlockTable_CopyOnWrite)->UseManualTime();
 void BM_BlockTable_SlotMappingDecode256(benchmark::State& state) {
   constexpr int kSeqs = 256;
   inferkit::BlockAllocator allocator(kSeqs * 64 + 64, 16);
-  std::vector<inferkit::BlockTable> tables(kSeqs, inferkit::BlockTable(16));
+  std::vector<inferkit::BlockTable> tables;
+  tables.reserve(kSeqs);
+  for (int s = 0; s < kSeqs; ++s) tables.emplace_back(allocator);
   std::vector<inferkit::BlockCopy> copies;
   std::vector<std::int64_t> slots(kSeqs);
   std::vector<std::int64_t> plain(kSeqs, 0);

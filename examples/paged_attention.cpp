@@ -149,7 +149,8 @@ std::unique_ptr<Batch> make_batch(const Flags& f, inferkit::Rng& rng) {
   }
   for (inferkit::BlockId id : all) b.allocator.free(id);
 
-  b.tables.assign(at(f.batch), inferkit::BlockTable(kBlockSize));
+  b.tables.reserve(at(f.batch));
+  for (long long s = 0; s < f.batch; ++s) b.tables.emplace_back(b.allocator);
   // Random K/V in [-1, 1): one Rng stream per sequence, so the values can be drawn in parallel
   // (a page of every sequence per round); the cache takes one writer per layer, so appends are
   // serial.
