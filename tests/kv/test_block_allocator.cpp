@@ -112,6 +112,22 @@ TEST_CASE("BlockAllocator: allocate is all or nothing and free returns blocks",
   a.check_consistency();
 }
 
+TEST_CASE("BlockAllocator: allocate(n) returns ids that later allocations cannot overwrite",
+          "[kv][block_allocator]") {
+  STATIC_REQUIRE(
+      std::is_same_v<decltype(std::declval<BlockAllocator&>().allocate(1)), std::vector<BlockId>>);
+  BlockAllocator a(8, 4);
+  const auto first = a.allocate(2);
+  const auto second = a.allocate(3);
+  CHECK(first == std::vector<BlockId>{0, 1});
+  CHECK(second == std::vector<BlockId>{2, 3, 4});
+  CHECK(a.allocate(4).empty());  // 3 left: all or nothing, and the earlier results stay put
+  CHECK(first == std::vector<BlockId>{0, 1});
+  a.free(first);
+  a.free(second);
+  CHECK(a.num_free_blocks() == 8);
+}
+
 TEST_CASE("BlockAllocator: neither copyable nor movable, since tables and trees bind to it",
           "[kv][block_allocator]") {
   STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<BlockAllocator>);

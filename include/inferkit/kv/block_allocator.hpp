@@ -43,10 +43,11 @@ enum class BlockState : std::uint8_t {
 ///   an LRU list; `retain` revives it in O(1), and allocation reuses it only when the free list
 ///   is empty, calling the eviction callback first so the cache can forget it.
 ///
-/// All metadata is preallocated as structure-of-arrays at construction; no operation allocates
-/// heap memory. Bad input (out-of-range id, freeing a free block, refcount underflow or
-/// overflow, ...) throws `Error` naming the block and leaves the allocator unchanged. Running
-/// out of blocks is not an error: `allocate` returns an empty result.
+/// All metadata is preallocated as structure-of-arrays at construction; no operation but
+/// `allocate(n)` (which returns its blocks in a vector) allocates heap memory. Bad input
+/// (out-of-range id, freeing a free block, refcount underflow or overflow, ...) throws `Error`
+/// naming the block and leaves the allocator unchanged. Running out of blocks is not an error:
+/// `allocate` returns an empty result.
 ///
 /// Block tables and prefix caches bind to an allocator by address, so it is neither copyable
 /// nor movable, and it must outlive every `BlockTable` and `RadixTree` built on it.
@@ -79,7 +80,6 @@ class BlockAllocator {
   std::vector<BlockState> state_;
   std::vector<std::uint8_t> cached_;
   std::vector<std::int32_t> pending_;  // scratch for validating batched retains/frees (all zero)
-  std::vector<BlockId> scratch_;       // result buffer of allocate(n)
   BlockId free_head_ = kNoBlock;
   BlockId lru_head_ = kNoBlock;  // least recently used: evicted first
   BlockId lru_tail_ = kNoBlock;
@@ -107,7 +107,6 @@ class BlockAllocator {
     state_.assign(n, BlockState::kFree);
     cached_.assign(n, 0);
     pending_.assign(n, 0);
-    scratch_.assign(n, kNoBlock);
     // Ascending ids come out first: block i links to i + 1.
     for (BlockId b = num_blocks - 1; b >= 0; --b) push_free(b);
   }
@@ -190,21 +189,23 @@ class BlockAllocator {
     return std::int64_t{num_available_blocks()} - n >= reserve;
   }
 
-  /// Allocates `n` blocks (refcount 1 each, 0 tokens), all or nothing. Returns them in a span
-  /// into an internal buffer that stays valid until the next `allocate(n)` call; an empty span
-  /// when fewer than `n` blocks are available (and for `n == 0`). Takes free blocks first, then
-  /// evicts least recently used cached blocks (calling the eviction callback).
-  /// O(n). Throws `Error{kInvalidArgument}` for `n < 0`.
-  [[nodiscard]] std::span<const BlockId> allocate(std::int32_t n) {
+  /// Allocates `n` blocks (refcount 1 each, 0 tokens), all or nothing, and returns them in a
+  /// vector the caller owns; an empty vector when fewer than `n` blocks are available (and for
+  /// `n == 0`). Takes free blocks first, then evicts least recently used cached blocks (calling
+  /// the eviction callback). O(n), one heap allocation: hot paths use `allocate(out)` or
+  /// `allocate_one`. Throws `Error{kInvalidArgument}` for `n < 0`.
+  [[nodiscard]] std::vector<BlockId> allocate(std::int32_t n) {
     check_arg(n >= 0, ErrorCode::kInvalidArgument, "n", n, "must be >=", 0);
-    if (n > num_available_blocks()) return {};
-    const std::span<BlockId> out(scratch_.data(), static_cast<std::size_t>(n));
+    std::vector<BlockId> out;
+    if (n == 0 || n > num_available_blocks()) return out;
+    out.resize(static_cast<std::size_t>(n));  // before anything changes: may throw bad_alloc
     for (BlockId& b : out) b = take_one();
     return out;
   }
 
-  /// Allocates `out.size()` blocks into `out`, all or nothing; false (and `out` untouched) when
-  /// not enough blocks are available. O(out.size()).
+  /// Allocates `out.size()` blocks into `out` (caller-owned storage, no heap allocation), all
+  /// or nothing; false (and `out` untouched) when not enough blocks are available.
+  /// O(out.size()).
   [[nodiscard]] bool allocate(std::span<BlockId> out) {
     if (out.size() > static_cast<std::size_t>(num_available_blocks())) return false;
     for (BlockId& b : out) b = take_one();
