@@ -256,6 +256,36 @@ TEST_CASE("BlockAllocator: a refcount stops at kMaxRefCount and a refused retain
   a.check_consistency();
 }
 
+TEST_CASE("BlockAllocator: one eviction callback at a time, removed only by its owner",
+          "[kv][block_allocator]") {
+  BlockAllocator a(2, 1);
+  int first_owner = 0;
+  int second_owner = 0;
+  std::vector<BlockId> heard;
+  CHECK_FALSE(a.has_eviction_callback());
+  a.set_eviction_callback({}, &second_owner);  // removing none is a no-op
+  a.set_eviction_callback([&](BlockId b) { heard.push_back(b); }, &first_owner);
+  CHECK(a.has_eviction_callback());
+  auto code = [](auto&& f) { return inferkit::test::code_of(f); };
+  // Neither another owner nor the same one can replace it, and only its owner removes it.
+  CHECK(code([&] { a.set_eviction_callback([](BlockId) {}, &second_owner); }) ==
+        ErrorCode::kInvalidState);
+  CHECK(code([&] { a.set_eviction_callback([](BlockId) {}, &first_owner); }) ==
+        ErrorCode::kInvalidState);
+  CHECK(code([&] { a.set_eviction_callback({}, &second_owner); }) == ErrorCode::kInvalidState);
+  CHECK(code([&] { a.set_eviction_callback({}); }) == ErrorCode::kInvalidState);
+  // The refused calls left the installed callback in place.
+  const BlockId b = *a.allocate_one();
+  a.mark_cached(b);
+  a.free(b);
+  (void)a.allocate(2);
+  CHECK(heard == std::vector<BlockId>{b});
+  a.set_eviction_callback({}, &first_owner);
+  CHECK_FALSE(a.has_eviction_callback());
+  a.set_eviction_callback([](BlockId) {}, &second_owner);  // now free to take
+  CHECK(a.has_eviction_callback());
+}
+
 TEST_CASE("BlockAllocator: tokens stored and utilization count each physical block once",
           "[kv][block_allocator]") {
   BlockAllocator a(4, 16);

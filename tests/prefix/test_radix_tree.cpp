@@ -10,8 +10,11 @@
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
 #include <inferkit/prefix/radix_tree.hpp>
+#include <limits>
 #include <map>
 #include <optional>
+#include <tests/support/block_allocator_peer.hpp>
+#include <tests/support/error_code.hpp>
 #include <vector>
 
 using inferkit::BlockAllocator;
@@ -66,13 +69,13 @@ std::vector<TokenId> seq(std::initializer_list<TokenId> t) { return t; }
 
 // Everything observable of a tree and its allocator, to prove a failed call changed nothing.
 struct Snapshot {
-  std::int64_t cached_blocks, nodes, queries;
+  std::int64_t cached_blocks, nodes, queries, free_blocks;
   std::vector<std::int32_t> refs;
   std::vector<bool> cached;
   bool operator==(const Snapshot&) const = default;
 };
 Snapshot snapshot(const RadixTree& t, const BlockAllocator& a) {
-  Snapshot s{t.cached_blocks(), t.num_nodes(), t.stats().queries, {}, {}};
+  Snapshot s{t.cached_blocks(), t.num_nodes(), t.stats().queries, a.num_free_blocks(), {}, {}};
   for (BlockId b = 0; b < a.num_blocks(); ++b) {
     s.refs.push_back(a.ref_count(b));
     s.cached.push_back(a.is_cached(b));
@@ -247,6 +250,34 @@ TEST_CASE("RadixTree: bad input throws and changes nothing", "[prefix][radix_tre
     CHECK_THROWS_AS(RadixTree(b, RadixTreeOptions{.max_cached_blocks = -1}), Error);
     CHECK_THROWS_AS(RadixTree(b, RadixTreeOptions{.protected_fraction = 1.5}), Error);
   }
+}
+
+TEST_CASE("RadixTree: one tree per allocator, and no other callback takes it over",
+          "[prefix][radix_tree]") {
+  BlockAllocator a(8, 1);
+  {
+    RadixTree tree(a);
+    CHECK(a.has_eviction_callback());
+    CHECK(inferkit::test::code_of([&] { RadixTree second(a); }) == ErrorCode::kInvalidState);
+    CHECK(inferkit::test::code_of([&] { a.set_eviction_callback([](BlockId) {}); }) ==
+          ErrorCode::kInvalidState);
+    CHECK(inferkit::test::code_of([&] { a.set_eviction_callback({}); }) ==
+          ErrorCode::kInvalidState);
+    // The first tree still hears of every eviction.
+    auto s = start(a, seq({1, 2}), {});
+    REQUIRE(s);
+    (void)tree.insert(s->tokens, s->blocks);
+    a.free(std::span<const BlockId>(s->blocks));
+    const std::vector<BlockId> all = a.allocate(8);
+    REQUIRE(all.size() == 8);
+    CHECK(tree.cached_blocks() == 0);
+    CHECK(tree.match(seq({1, 2})).num_tokens == 0);
+    tree.check_consistency();
+    a.free(std::span<const BlockId>(all));
+  }
+  CHECK_FALSE(a.has_eviction_callback());
+  RadixTree next(a);  // the destroyed tree removed its callback
+  CHECK(a.has_eviction_callback());
 }
 
 TEST_CASE("RadixTree: locked paths survive evict and allocator pressure", "[prefix][radix_tree]") {

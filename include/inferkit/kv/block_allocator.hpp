@@ -59,6 +59,8 @@ enum class BlockState : std::uint8_t {
 /// them `BlockTable::append_tokens`) can evict, and so call the callback. It receives the block
 /// id after the block has left the LRU list and lost its cached mark (it is already handed to
 /// the new owner); it must not throw and must not call mutating methods of this allocator.
+/// There is one callback at a time, and only its owner can remove it: whoever tracks the cached
+/// blocks (a `RadixTree`) must hear of every eviction, so a second one cannot take over.
 class BlockAllocator {
   friend struct detail::BlockAllocatorPeer;
 
@@ -88,6 +90,7 @@ class BlockAllocator {
   std::int64_t tokens_stored_ = 0;  // sum of tokens_ over in-use blocks
   std::int64_t num_evictions_ = 0;
   EvictionCallback on_evict_;
+  const void* on_evict_owner_ = nullptr;
 
  public:
   /// Creates a pool of `num_blocks` free blocks of `block_size` tokens.
@@ -117,9 +120,23 @@ class BlockAllocator {
   BlockAllocator& operator=(BlockAllocator&&) = delete;
   ~BlockAllocator() = default;
 
-  /// Installs the callback that allocation calls for every cached block it evicts (replaces
-  /// any previous one; an empty function disables it).
-  void set_eviction_callback(EvictionCallback callback) { on_evict_ = std::move(callback); }
+  /// Installs `callback`, which allocation calls for every cached block it evicts, on behalf of
+  /// `owner` (any address that identifies the installer; a RadixTree passes itself). An empty
+  /// `callback` removes the installed one (a no-op when there is none). O(1).
+  /// Throws `Error{kInvalidState}`, changing nothing, when installing while a callback is
+  /// installed (remove it first), or when removing a callback installed by another owner.
+  void set_eviction_callback(EvictionCallback callback, const void* owner = nullptr) {
+    if (on_evict_ && (callback || owner != on_evict_owner_)) [[unlikely]] {
+      detail::throw_error(ErrorCode::kInvalidState,
+                          std::string("set_eviction_callback: a callback is already installed") +
+                              (callback ? " (one at a time: its owner must remove it first)"
+                                        : " by another owner, who alone can remove it"));
+    }
+    on_evict_ = std::move(callback);
+    on_evict_owner_ = on_evict_ ? owner : nullptr;
+  }
+  /// Whether an eviction callback is installed.
+  [[nodiscard]] bool has_eviction_callback() const noexcept { return static_cast<bool>(on_evict_); }
 
   // ---- sizes and statistics (all O(1)) ----
 

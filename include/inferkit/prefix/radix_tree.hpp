@@ -115,8 +115,9 @@ struct PrefixCacheStats {
 ///   uncached at the start of the tree's next public call (the callback may not mutate the
 ///   allocator); until then they stay evictable and the allocator may reuse them first.
 ///
-/// One tree per allocator (it installs the allocator's eviction callback); the allocator must
-/// outlive the tree. Not copyable or movable. Not thread-safe.
+/// One tree per allocator: it installs the allocator's eviction callback, and the allocator
+/// refuses a second one while it is installed. The allocator must outlive the tree. Not
+/// copyable or movable. Not thread-safe.
 class RadixTree {
   static constexpr std::int32_t kRoot = 0;
   static constexpr std::int32_t kPendingUncache = -2;  // owner_ of a dropped, still-marked block
@@ -141,7 +142,9 @@ class RadixTree {
 
  public:
   /// A tree caching blocks of `allocator`, installing its eviction callback. Throws
-  /// `Error{kInvalidArgument}` for a negative limit or a protected_fraction outside [0, 1].
+  /// `Error{kInvalidArgument}` for a negative limit or a protected_fraction outside [0, 1],
+  /// `Error{kInvalidState}` when the allocator already has an eviction callback (another tree's,
+  /// or the user's).
   explicit RadixTree(BlockAllocator& allocator, const RadixTreeOptions& options = {})
       : allocator_(allocator), block_size_(allocator.block_size()), policy_(options.policy) {
     std::int64_t cap = allocator.num_blocks();
@@ -171,7 +174,7 @@ class RadixTree {
     pending_.reserve(n);  // the callback must not allocate: every buffer it touches is sized
     stack_.reserve(n + 1);
     free_nodes_.reserve(n + 1);  // live nodes <= cached blocks + 1
-    allocator_.set_eviction_callback([this](BlockId b) { on_allocator_evicted(b); });
+    allocator_.set_eviction_callback([this](BlockId b) { on_allocator_evicted(b); }, this);
   }
 
   RadixTree(const RadixTree&) = delete;
@@ -181,7 +184,7 @@ class RadixTree {
   /// removes the eviction callback, so the allocator is as if the tree had never cached.
   ~RadixTree() {
     try {
-      allocator_.set_eviction_callback({});
+      allocator_.set_eviction_callback({}, this);
       flush_pending();
       for (detail::RadixNode& node : nodes_) {
         if (!node.live) continue;
