@@ -67,6 +67,14 @@ std::optional<Sequence> start(BlockAllocator& a, const std::vector<TokenId>& tok
 
 std::vector<TokenId> seq(std::initializer_list<TokenId> t) { return t; }
 
+// A request whose `tokens` are now cached in `tree`; it still holds its blocks.
+Sequence cached_sequence(BlockAllocator& a, RadixTree& tree, const std::vector<TokenId>& tokens) {
+  auto s = start(a, tokens, {});
+  REQUIRE(s);
+  (void)tree.insert(s->tokens, s->blocks);
+  return *s;
+}
+
 // Everything observable of a tree and its allocator, to prove a failed call changed nothing.
 struct Snapshot {
   std::int64_t cached_blocks, nodes, queries, free_blocks;
@@ -250,6 +258,61 @@ TEST_CASE("RadixTree: bad input throws and changes nothing", "[prefix][radix_tre
     CHECK_THROWS_AS(RadixTree(b, RadixTreeOptions{.max_cached_blocks = -1}), Error);
     CHECK_THROWS_AS(RadixTree(b, RadixTreeOptions{.protected_fraction = 1.5}), Error);
   }
+}
+
+TEST_CASE("RadixTree: insert validates the block of a trailing partial page",
+          "[prefix][radix_tree]") {
+  BlockAllocator a(16, 2);
+  RadixTree tree(a);
+  auto s = start(a, seq({1, 2, 3, 4, 5}), {});  // 2 full pages and a partial one
+  REQUIRE(s);
+  const BlockId free_block = 15;
+  REQUIRE(a.ref_count(free_block) == 0);
+  auto with_tail = [&](BlockId tail) {
+    return std::vector<BlockId>{s->blocks[0], s->blocks[1], tail};
+  };
+  for (const BlockId bad : {BlockId{-1}, BlockId{16}, std::numeric_limits<BlockId>::max()}) {
+    require_error_unchanged(tree, a, ErrorCode::kOutOfRange,
+                            [&] { (void)tree.insert(s->tokens, with_tail(bad)); });
+  }
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument,
+                          [&] { (void)tree.insert(s->tokens, with_tail(free_block)); });
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument,
+                          [&] { (void)tree.insert(s->tokens, with_tail(s->blocks[0])); });
+  CHECK(tree.insert(s->tokens, s->blocks).inserted_tokens == 4);  // the real tail is accepted
+  CHECK_FALSE(a.is_cached(s->blocks[2]));
+}
+
+TEST_CASE("RadixTree: a throwing call leaves the deferred uncache pending",
+          "[prefix][radix_tree]") {
+  BlockAllocator a(4, 1);
+  RadixTree tree(a);
+  const Sequence s = cached_sequence(a, tree, seq({1, 2, 3}));
+  const auto stale = tree.match(seq({1, 2, 3}));
+  a.retain(s.blocks[2]);                 // a running sequence keeps the tail
+  for (BlockId b : s.blocks) a.free(b);  // head first: {1} then {2} on the LRU list, {3} owned
+  const std::vector<BlockId> taken = a.allocate(2);  // the free block, then {1}'s block
+  REQUIRE(taken.size() == 2);
+  // The tree dropped the whole path; the blocks of {2} (evictable) and {3} (owned) wait, still
+  // marked cached, for the next call to uncache them.
+  CHECK(tree.cached_blocks() == 0);
+  REQUIRE(a.is_cached(s.blocks[1]));
+  REQUIRE(a.is_cached(s.blocks[2]));
+  REQUIRE(a.num_free_blocks() == 0);
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument, [&] { tree.lock(stale.handle); });
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument, [&] { tree.unlock(stale.handle); });
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument,
+                          [&] { (void)tree.insert(seq({5}), taken); });  // wrong block count
+  require_error_unchanged(tree, a, ErrorCode::kOutOfRange,
+                          [&] { (void)tree.insert(seq({5}), std::vector<BlockId>{-1}); });
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument, [&] { (void)tree.evict(-1); });
+  CHECK(a.is_cached(s.blocks[2]));
+  tree.flush();
+  CHECK_FALSE(a.is_cached(s.blocks[2]));
+  CHECK(a.num_free_blocks() == 1);
+  a.free(s.blocks[2]);
+  a.free(std::span<const BlockId>(taken));
+  CHECK(a.num_free_blocks() == 4);
 }
 
 TEST_CASE("RadixTree: one tree per allocator, and no other callback takes it over",

@@ -117,7 +117,8 @@ struct PrefixCacheStats {
 ///
 /// One tree per allocator: it installs the allocator's eviction callback, and the allocator
 /// refuses a second one while it is installed. The allocator must outlive the tree. Not
-/// copyable or movable. Not thread-safe.
+/// copyable or movable. Not thread-safe. A throwing call changes nothing, the deferred uncache
+/// included: every call validates before it flushes.
 class RadixTree {
   static constexpr std::int32_t kRoot = 0;
   static constexpr std::int32_t kPendingUncache = -2;  // owner_ of a dropped, still-marked block
@@ -188,7 +189,8 @@ class RadixTree {
       flush_pending();
       for (detail::RadixNode& node : nodes_) {
         if (!node.live) continue;
-        for (std::int32_t i = 0; i < node.lock_count; ++i) allocator_.free(node.blocks);
+        if (node.blocks.empty()) continue;  // the root
+        for (std::int64_t i = 0; i < node.lock_count; ++i) allocator_.free(node.blocks);
         for (BlockId b : node.blocks) allocator_.uncache(b);
       }
     } catch (...) {  // only a broken invariant can throw here; a destructor must not
@@ -246,7 +248,8 @@ class RadixTree {
 
   /// Caches `tokens` (a prompt after prefill, or a finished sequence) with the caller's KV
   /// `blocks`, one per page in order; a trailing partial page is never cached, and its block may
-  /// be passed or omitted (`blocks.size()` is `tokens.size() / block_size` or the ceiling).
+  /// be passed or omitted (`blocks.size()` is `tokens.size() / block_size` or the ceiling) and
+  /// is validated like the others.
   /// The already-cached prefix is kept as is; the new pages are adopted (`mark_cached`) unless
   /// capacity runs out: then least recently used unlocked leaves are evicted first, and if still
   /// short only what fits is cached. The caller keeps its own references either way.
@@ -254,10 +257,9 @@ class RadixTree {
   /// no owner (refcount 0), a block listed twice, or a block the tree already caches at another
   /// position; `Error{kOutOfRange}` for a bad block id. O(tokens + path length + evicted).
   PrefixInsert insert(std::span<const TokenId> tokens, std::span<const BlockId> blocks) {
-    flush_pending();
-    const auto full_pages = static_cast<std::int64_t>(tokens.size()) / block_size_;
-    const std::int64_t all_pages =
-        (static_cast<std::int64_t>(tokens.size()) + block_size_ - 1) / block_size_;
+    const auto num_tokens = static_cast<std::int64_t>(tokens.size());
+    const std::int64_t full_pages = num_tokens / block_size_;
+    const std::int64_t all_pages = full_pages + (num_tokens % block_size_ != 0 ? 1 : 0);
     const auto given = static_cast<std::int64_t>(blocks.size());
     if (given != full_pages && given != all_pages) {
       detail::throw_error(
@@ -268,19 +270,21 @@ class RadixTree {
               " (tokens.size() = " + std::to_string(tokens.size()) +
               ", block_size = " + std::to_string(block_size_) + ")");
     }
+    validate_owned_unique(blocks);
     const std::span<const BlockId> pages = blocks.first(static_cast<std::size_t>(full_pages));
-    validate_owned_unique(pages);
     const Walk w = walk(tokens);
     const std::vector<BlockId> cached = path_blocks(w);
     for (std::size_t i = 0; i < pages.size(); ++i) {
       const bool same = i < cached.size() && pages[i] == cached[i];
-      if (!same && owner_[idx(pages[i])] != detail::kNoNode) {
+      // A node's block (a dropped one pending uncache is no longer cached by the tree).
+      if (!same && owner_[idx(pages[i])] >= 0) {
         detail::throw_error(ErrorCode::kInvalidArgument,
                             "insert: blocks[" + std::to_string(i) + "] = " +
                                 std::to_string(pages[i]) + " is already cached for another prefix");
       }
     }
     // Validated: from here on nothing throws but allocation failure.
+    flush_pending();
     PrefixInsert result;
     result.matched_tokens = w.pages * block_size_;
     for (std::size_t i = 0; i < cached.size(); ++i) {
@@ -306,29 +310,28 @@ class RadixTree {
 
   /// Locks the path of `handle` (from `match`): retains each of its blocks once in the
   /// allocator, so no block of it is evicted or reused until the matching `unlock`. Locks nest.
-  /// O(path blocks). Throws `Error{kInvalidArgument}` for a stale or invalid handle.
+  /// O(path blocks). Throws, changing nothing: `Error{kInvalidArgument}` for a stale or invalid
+  /// handle, `Error{kOutOfRange}` if a block of the path already has
+  /// `BlockAllocator::kMaxRefCount` owners.
   void lock(PrefixHandle handle) {
-    flush_pending();
     check_handle(handle, "lock");
-    for (std::int32_t x = handle.node; x != kRoot; x = node(x).parent) {
-      detail::RadixNode& n = node(x);
-      allocator_.retain(std::span<const BlockId>(n.blocks));
-      if (n.lock_count++ == 0 && n.listed) list_of(n).unlink(nodes_, x);
-    }
-    ++node(handle.node).own_locks;
+    check_lockable(handle.node, node(handle.node).num_pages(), "lock");
+    flush_pending();
+    lock_path(handle.node);
   }
 
-  /// Undoes one `lock(handle)`: frees its block references (tail first) and makes the path
-  /// evictable again once no lock holds it. O(path blocks). Throws `Error{kInvalidArgument}`
-  /// for a stale handle, `Error{kInvalidState}` when `handle` holds no lock (unchanged).
+  /// Undoes one `lock(handle)`: frees its block references (tail first)
+  /// and makes the path evictable again once no lock holds it. O(path blocks). Throws, changing
+  /// nothing: `Error{kInvalidArgument}` for a stale or invalid handle, `Error{kInvalidState}`
+  /// when `handle` holds no lock.
   void unlock(PrefixHandle handle) {
-    flush_pending();
     check_handle(handle, "unlock");
     if (node(handle.node).own_locks <= 0) {
       detail::throw_error(ErrorCode::kInvalidState,
                           "unlock: handle of node " + std::to_string(handle.node) +
                               " holds no lock (unlock without a matching lock)");
     }
+    flush_pending();
     --node(handle.node).own_locks;
     for (std::int32_t x = handle.node; x != kRoot; x = node(x).parent) {
       detail::RadixNode& n = node(x);
@@ -379,87 +382,19 @@ class RadixTree {
     return std::min(width, kMatchHistogramBuckets - 1);
   }
 
-  std::int32_t find_child(std::int32_t parent, std::span<const TokenId> first_page) const {
-    const auto [lo, hi] = child_index_.equal_range(detail::page_key(parent, first_page));
-    for (auto it = lo; it != hi; ++it) {
-      const detail::RadixNode& c = node(it->second);
-      if (c.parent == parent &&
-          std::equal(first_page.begin(), first_page.end(), c.tokens.begin())) {
-        return it->second;
-      }
-    }
-    return detail::kNoNode;
-  }
-
+  std::int32_t find_child(std::int32_t parent, std::span<const TokenId> first_page) const;
   // Longest page-aligned match, read only.
-  Walk walk(std::span<const TokenId> tokens) const {
-    Walk w;
-    const auto total = static_cast<std::int64_t>(tokens.size()) / block_size_;
-    while (w.pages < total) {
-      const std::int32_t child = find_child(w.node, page(tokens, w.pages));
-      if (child == detail::kNoNode) break;
-      const detail::RadixNode& c = node(child);
-      const std::int64_t room = std::min<std::int64_t>(c.num_pages(), total - w.pages);
-      const TokenId* query = tokens.data() + w.pages * block_size_;
-      std::int64_t k = room;  // pages of c matched; the first is known equal
-      if (std::memcmp(c.tokens.data(), query, idx(room * block_size_) * sizeof(TokenId)) != 0) {
-        const auto end = c.tokens.begin() + room * block_size_;
-        const auto diff = std::mismatch(c.tokens.begin(), end, query).first;
-        k = (diff - c.tokens.begin()) / block_size_;
-      }
-      w.node = child;
-      w.pages_in_node = static_cast<std::int32_t>(k);
-      w.pages += k;
-      if (k < c.num_pages()) break;
-    }
-    if (w.node == kRoot) w.pages_in_node = 0;
-    return w;
-  }
-
+  Walk walk(std::span<const TokenId> tokens) const;
   // The blocks of a walk's matched pages, head first.
-  std::vector<BlockId> path_blocks(const Walk& w) const {
-    std::vector<BlockId> out(idx(w.pages));
-    auto it = out.end();
-    std::int32_t keep = w.pages_in_node;
-    for (std::int32_t x = w.node; x != kRoot; x = node(x).parent) {
-      const std::vector<BlockId>& b = node(x).blocks;
-      it = std::copy_backward(b.begin(), b.begin() + keep, it);
-      keep = node(node(x).parent).num_pages();
-    }
-    return out;
-  }
-
-  void validate_owned_unique(std::span<const BlockId> pages) {
-    for (std::size_t i = 0; i < pages.size(); ++i) {
-      if (allocator_.ref_count(pages[i]) < 1) {  // throws kOutOfRange for a bad id
-        detail::throw_error(ErrorCode::kInvalidArgument,
-                            "insert: blocks[" + std::to_string(i) +
-                                "] = " + std::to_string(pages[i]) +
-                                " is owned by nobody (refcount 0); insert blocks a sequence holds");
-      }
-    }
-    std::optional<std::size_t> twice;
-    for (std::size_t i = 0; i < pages.size(); ++i) {
-      if (seen_[idx(pages[i])]++ != 0 && !twice) twice = i;
-    }
-    for (BlockId b : pages) seen_[idx(b)] = 0;
-    if (twice) {
-      detail::throw_error(ErrorCode::kInvalidArgument, "insert: blocks[" + std::to_string(*twice) +
-                                                           "] = " + std::to_string(pages[*twice]) +
-                                                           " is listed twice");
-    }
-  }
-
-  void check_handle(PrefixHandle h, const char* op) const {
-    const bool ok = h.node >= 0 && idx(h.node) < nodes_.size() && node(h.node).live &&
-                    node(h.node).generation == h.generation;
-    if (!ok) {
-      detail::throw_error(ErrorCode::kInvalidArgument,
-                          std::string(op) + ": handle (node " + std::to_string(h.node) +
-                              ", generation " + std::to_string(h.generation) +
-                              ") is stale: its prefix was evicted");
-    }
-  }
+  std::vector<BlockId> path_blocks(const Walk& w) const;
+  // insert's checks: every block owned (refcount >= 1) and listed once.
+  void validate_owned_unique(std::span<const BlockId> blocks);
+  // Throws unless `h` names a live node of its generation.
+  void check_handle(PrefixHandle h, const char* op) const;
+  // Throws unless every block of the path ending after `pages_in_end` pages of node `end` can
+  // take one more reference.
+  void check_lockable(std::int32_t end, std::int32_t pages_in_end, const char* op) const;
+  void lock_path(std::int32_t end);
 
   std::int32_t new_node() {
     std::int32_t n;
@@ -590,4 +525,5 @@ class RadixTree {
 }  // namespace inferkit
 
 #include <inferkit/prefix/detail/radix_tree_check.hpp>
+#include <inferkit/prefix/detail/radix_tree_lookup.hpp>
 #include <inferkit/prefix/detail/radix_tree_surgery.hpp>

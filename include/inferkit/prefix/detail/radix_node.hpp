@@ -12,9 +12,7 @@
 #include <span>
 #include <vector>
 
-namespace inferkit {
-
-namespace detail {
+namespace inferkit::detail {
 
 /// "No node": an empty list link, the root's parent.
 inline constexpr std::int32_t kNoNode = -1;
@@ -33,8 +31,11 @@ struct RadixNode {
   std::vector<std::int32_t> children;  // unordered; child->pos_in_parent indexes it
   std::int32_t parent = kNoNode;
   std::int32_t pos_in_parent = -1;
-  std::int32_t lock_count = 0;  // locks (and internal pins) on paths through this node
-  std::int32_t own_locks = 0;   // locks whose handle is this node
+  // Locks (and internal pins) on paths through this node, and locks whose handle is this node.
+  // int64: each lock holds a reference to every block below, so the refcount limit bounds them
+  // (the root, without blocks, by the number of calls).
+  std::int64_t lock_count = 0;
+  std::int64_t own_locks = 0;
   std::int32_t prev = kNoNode;  // eviction-list links
   std::int32_t next = kNoNode;
   std::uint32_t generation = 0;  // bumped when the slot is recycled (stale handles)
@@ -110,5 +111,4 @@ inline std::uint64_t page_key(std::int32_t parent, std::span<const TokenId> page
   return h;
 }
 
-}  // namespace detail
-}  // namespace inferkit
+}  // namespace inferkit::detail
