@@ -343,6 +343,95 @@ TEST_CASE("RadixTree: one tree per allocator, and no other callback takes it ove
   CHECK(a.has_eviction_callback());
 }
 
+TEST_CASE("RadixTree: handles name their tree and go stale when their path loses a page",
+          "[prefix][radix_tree]") {
+  BlockAllocator a(8, 1);
+  BlockAllocator b(8, 1);
+  RadixTree tree(a);
+  RadixTree other(b);
+  const Sequence s = cached_sequence(a, tree, seq({1, 2, 3}));
+  const Sequence t = cached_sequence(b, other, seq({1, 2, 3}));
+  a.free(std::span<const BlockId>(s.blocks));  // finished: evictable
+  const auto m = tree.match(seq({1, 2, 3}));
+  const auto m_other = other.match(seq({1, 2, 3}));
+  REQUIRE(m.handle.node == m_other.handle.node);  // same slot and generation: only the tree
+  REQUIRE(m.handle.generation == m_other.handle.generation);
+  CHECK(tree.is_valid(m.handle));
+  CHECK_FALSE(tree.is_valid(m_other.handle));
+  CHECK_FALSE(tree.is_valid(PrefixHandle{}));
+  std::string message;
+  CHECK(inferkit::test::code_of([&] { tree.lock(m_other.handle); }, &message) ==
+        ErrorCode::kInvalidArgument);
+  CHECK_THAT(message, Catch::Contains("not issued by this tree"));
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument, [&] { tree.lock({}); });
+  SECTION("evict takes a tail page") {
+    CHECK(tree.evict(1) == 1);
+    CHECK(tree.match(seq({1, 2, 3})).num_tokens == 2);
+  }
+  SECTION("the allocator reuses a block of the path") {
+    const std::vector<BlockId> taken = a.allocate(6);  // the 5 free blocks, then the LRU one
+    REQUIRE(taken.size() == 6);
+    CHECK(tree.match(seq({1, 2, 3})).num_tokens < 3);
+    a.free(std::span<const BlockId>(taken));
+  }
+  // Either way the match's handle would now lock fewer blocks than it returned: rejected.
+  CHECK_FALSE(tree.is_valid(m.handle));
+  CHECK(inferkit::test::code_of([&] { tree.lock(m.handle); }, &message) ==
+        ErrorCode::kInvalidArgument);
+  CHECK_THAT(message, Catch::Contains("stale"));
+  tree.check_consistency();
+  b.free(std::span<const BlockId>(t.blocks));
+}
+
+TEST_CASE("RadixTree: match_and_lock locks exactly the blocks it returns", "[prefix][radix_tree]") {
+  BlockAllocator a(6, 2);
+  RadixTree tree(a);
+  const Sequence s = cached_sequence(a, tree, seq({1, 1, 2, 2, 3, 3}));
+  a.free(std::span<const BlockId>(s.blocks));  // 3 evictable cached blocks
+  const auto hit = tree.match_and_lock(seq({1, 1, 2, 2, 9, 9}));
+  REQUIRE(hit.blocks == std::vector<BlockId>{s.blocks[0], s.blocks[1]});
+  CHECK(tree.is_valid(hit.handle));
+  for (BlockId blk : hit.blocks) CHECK(a.ref_count(blk) == 1);
+  // Allocating everything cannot reclaim them: the locked blocks are safe to share.
+  const std::vector<BlockId> rest = a.allocate(a.num_available_blocks());
+  CHECK(rest.size() == 4);
+  inferkit::BlockTable table(a);
+  table.append_shared_blocks(a, hit.blocks);
+  CHECK(table.num_tokens() == 4);
+  tree.unlock(hit.handle);
+  table.release(a);
+  a.free(std::span<const BlockId>(rest));
+  SECTION("an empty match is locked and unlocked too") {
+    const auto miss = tree.match_and_lock(seq({8, 8}));
+    CHECK(miss.num_tokens == 0);
+    tree.unlock(miss.handle);
+    require_error_unchanged(tree, a, ErrorCode::kInvalidState, [&] { tree.unlock(miss.handle); });
+  }
+  tree.check_consistency();
+  (void)tree.evict(100);
+  CHECK(a.num_free_blocks() == a.num_blocks());
+}
+
+TEST_CASE("RadixTree: lock and match_and_lock stop at the refcount limit, changing nothing",
+          "[prefix][radix_tree]") {
+  using Peer = inferkit::detail::BlockAllocatorPeer;
+  BlockAllocator a(4, 1);
+  RadixTree tree(a);
+  const Sequence s = cached_sequence(a, tree, seq({1, 2}));
+  Peer::add_owners(a, s.blocks[1], BlockAllocator::kMaxRefCount - 2);
+  const auto m = tree.match(s.tokens);
+  tree.lock(m.handle);  // kMaxRefCount references now
+  require_error_unchanged(tree, a, ErrorCode::kOutOfRange, [&] { tree.lock(m.handle); });
+  require_error_unchanged(tree, a, ErrorCode::kOutOfRange,
+                          [&] { (void)tree.match_and_lock(s.tokens); });
+  CHECK(tree.match_and_lock(seq({1})).num_tokens == 1);  // the head block has room
+  tree.unlock(tree.match(seq({1})).handle);
+  tree.unlock(m.handle);
+  Peer::add_owners(a, s.blocks[1], 2 - BlockAllocator::kMaxRefCount);
+  tree.check_consistency();
+  a.free(std::span<const BlockId>(s.blocks));
+}
+
 TEST_CASE("RadixTree: locked paths survive evict and allocator pressure", "[prefix][radix_tree]") {
   BlockAllocator a(6, 2);
   RadixTree tree(a);
@@ -547,9 +636,8 @@ TEST_CASE("RadixTree: a request's life with BlockTable shares the cached prefix"
   auto run = [&](TokenId user) {
     std::vector<TokenId> prompt = system;
     prompt.insert(prompt.end(), {user, user, user});
-    inferkit::BlockTable table(4);
-    const auto hit = tree.match(std::span<const TokenId>(prompt).first(prompt.size() - 1));
-    tree.lock(hit.handle);
+    inferkit::BlockTable table(a);
+    const auto hit = tree.match_and_lock(std::span<const TokenId>(prompt).first(prompt.size() - 1));
     table.append_shared_blocks(a, hit.blocks);
     std::vector<inferkit::BlockCopy> copies;
     REQUIRE(table.append_tokens(a, static_cast<std::int64_t>(prompt.size()) - hit.num_tokens, {},

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // RadixTree: the prefix cache (SGLang's RadixAttention, vLLM's automatic prefix caching) over the
-// BlockAllocator's KV blocks. The scheduler calls `match` when it admits a request (reuse the
-// cached prefix's blocks instead of recomputing them), `lock`/`unlock` around the request's run,
-// and `insert` after prefill or at finish, so later requests sharing the prefix skip its prefill.
+// BlockAllocator's KV blocks. The scheduler calls `match_and_lock` when it admits a request (reuse
+// the cached prefix's blocks instead of recomputing them), `unlock` when the request ends, and
+// `insert` after prefill or at finish, so later requests sharing the prefix skip its prefill.
 #pragma once
 
 #include <algorithm>
@@ -39,14 +39,18 @@ struct RadixTreeOptions {
   double protected_fraction = 0.8;
 };
 
-/// Names a matched path for `lock`/`unlock`. Stays valid while its node is in the tree (a locked
-/// node always is); a handle whose node was evicted is rejected.
+/// Names a matched path for `lock`/`unlock` in the tree that issued it. Valid while that path is
+/// whole (a locked path always is): once its node is evicted or loses any page (to `evict`, to
+/// room for an `insert`, or to the allocator reusing a block) the handle is stale and rejected,
+/// so a lock never covers fewer blocks than the match returned. A handle from another tree, or
+/// a default-constructed one, is rejected too. `RadixTree::is_valid` tells without throwing.
 struct PrefixHandle {
-  std::int32_t node = 0;  ///< 0: the root (an empty match; lock/unlock are no-ops on it)
+  std::int32_t node = 0;  ///< 0: the root (an empty match; its locks hold no block)
   std::uint32_t generation = 0;
+  std::uint64_t tree = 0;  ///< the issuing tree's id; 0 names no tree
 };
 
-/// The result of `RadixTree::match`.
+/// The result of `RadixTree::match` and `RadixTree::match_and_lock`.
 struct PrefixMatch {
   std::int64_t num_tokens = 0;  ///< cached prefix length, a multiple of block_size
   std::vector<BlockId> blocks;  ///< its KV blocks, one per block_size tokens, head first
@@ -115,6 +119,10 @@ struct PrefixCacheStats {
 ///   uncached at the start of the tree's next public call (the callback may not mutate the
 ///   allocator); until then they stay evictable and the allocator may reuse them first.
 ///
+/// **Sharing a match.** `match` takes no reference: the next allocation may reuse any matched
+/// block. Use `match_and_lock`, whose blocks are the locked ones, or `lock` the handle before
+/// anything allocates (`lock` rejects a handle whose path lost a block since).
+///
 /// One tree per allocator: it installs the allocator's eviction callback, and the allocator
 /// refuses a second one while it is installed. The allocator must outlive the tree. Not
 /// copyable or movable. Not thread-safe. A throwing call changes nothing, the deferred uncache
@@ -124,6 +132,7 @@ class RadixTree {
   static constexpr std::int32_t kPendingUncache = -2;  // owner_ of a dropped, still-marked block
 
   BlockAllocator& allocator_;
+  std::uint64_t id_ = detail::next_radix_tree_id();
   std::int32_t block_size_ = 1;
   std::int64_t capacity_blocks_ = 0;
   std::int64_t protected_cap_blocks_ = 0;
@@ -220,30 +229,30 @@ class RadixTree {
   void reset_stats() noexcept { stats_ = {}; }
 
   /// The longest cached prefix of `tokens` in whole pages, its blocks and a handle to lock it.
+  /// Takes no reference: the next allocation may reuse any of these blocks, so a caller that
+  /// will share them (`BlockTable::append_shared_blocks`) uses `match_and_lock`, or calls
+  /// `lock(handle)` before anything allocates (it throws if the path lost a block meanwhile).
   /// Marks the path most recently used (and, under kSegmentedLru, protected). May split a node
   /// where the match ends. A scheduler that needs the last prompt token's logits matches
   /// `tokens.first(size - 1)`. O(matched tokens + path length).
   [[nodiscard]] PrefixMatch match(std::span<const TokenId> tokens) {
-    flush_pending();
-    const Walk w = walk(tokens);
-    std::int32_t end = w.node;
-    if (w.pages_in_node < node(end).num_pages()) end = split(end, w.pages_in_node);
-    PrefixMatch result;
-    result.num_tokens = w.pages * block_size_;
-    result.blocks.resize(static_cast<std::size_t>(w.pages));
-    auto out = result.blocks.end();
-    for (std::int32_t x = end; x != kRoot; x = node(x).parent) {
-      const std::vector<BlockId>& blocks = node(x).blocks;
-      out = std::copy_backward(blocks.begin(), blocks.end(), out);
-    }
-    result.handle = {end, node(end).generation};
-    if (w.pages > 0) touch_path(end, /*promote=*/true);
-    ++stats_.queries;
-    stats_.queried_tokens += static_cast<std::int64_t>(tokens.size());
-    stats_.hit_queries += w.pages > 0 ? 1 : 0;
-    stats_.hit_tokens += result.num_tokens;
-    ++stats_.match_length_tokens[histogram_bucket(result.num_tokens)];
-    return result;
+    return match_impl(tokens, /*lock=*/false);
+  }
+
+  /// `match`, then `lock` of its handle in the same call: nothing can reclaim the matched blocks
+  /// in between, so `blocks` are exactly the blocks the lock holds. Call `unlock(handle)` once
+  /// done with them (also after an empty match, whose lock holds no block).
+  /// Throws `Error{kOutOfRange}`, changing nothing, if a block of the path already has
+  /// `BlockAllocator::kMaxRefCount` owners. O(matched tokens + path length).
+  [[nodiscard]] PrefixMatch match_and_lock(std::span<const TokenId> tokens) {
+    return match_impl(tokens, /*lock=*/true);
+  }
+
+  /// Whether `handle` was issued by this tree and still names its whole path (what `lock` and
+  /// `unlock` accept). O(1).
+  [[nodiscard]] bool is_valid(PrefixHandle handle) const noexcept {
+    return handle.tree == id_ && handle.node >= 0 && idx(handle.node) < nodes_.size() &&
+           node(handle.node).live && node(handle.node).generation == handle.generation;
   }
 
   /// Caches `tokens` (a prompt after prefill, or a finished sequence) with the caller's KV
@@ -310,9 +319,9 @@ class RadixTree {
 
   /// Locks the path of `handle` (from `match`): retains each of its blocks once in the
   /// allocator, so no block of it is evicted or reused until the matching `unlock`. Locks nest.
-  /// O(path blocks). Throws, changing nothing: `Error{kInvalidArgument}` for a stale or invalid
-  /// handle, `Error{kOutOfRange}` if a block of the path already has
-  /// `BlockAllocator::kMaxRefCount` owners.
+  /// O(path blocks). Throws, changing nothing: `Error{kInvalidArgument}` for a stale handle
+  /// (its path lost a block since the match) or one from another tree, `Error{kOutOfRange}` if
+  /// a block of the path already has `BlockAllocator::kMaxRefCount` owners.
   void lock(PrefixHandle handle) {
     check_handle(handle, "lock");
     check_lockable(handle.node, node(handle.node).num_pages(), "lock");
@@ -320,9 +329,9 @@ class RadixTree {
     lock_path(handle.node);
   }
 
-  /// Undoes one `lock(handle)`: frees its block references (tail first)
+  /// Undoes one `lock(handle)` (or `match_and_lock`): frees its block references (tail first)
   /// and makes the path evictable again once no lock holds it. O(path blocks). Throws, changing
-  /// nothing: `Error{kInvalidArgument}` for a stale or invalid handle, `Error{kInvalidState}`
+  /// nothing: `Error{kInvalidArgument}` for a stale or foreign handle, `Error{kInvalidState}`
   /// when `handle` holds no lock.
   void unlock(PrefixHandle handle) {
     check_handle(handle, "unlock");
@@ -389,11 +398,12 @@ class RadixTree {
   std::vector<BlockId> path_blocks(const Walk& w) const;
   // insert's checks: every block owned (refcount >= 1) and listed once.
   void validate_owned_unique(std::span<const BlockId> blocks);
-  // Throws unless `h` names a live node of its generation.
+  // Throws unless `h` is valid (issued by this tree, path whole).
   void check_handle(PrefixHandle h, const char* op) const;
   // Throws unless every block of the path ending after `pages_in_end` pages of node `end` can
   // take one more reference.
   void check_lockable(std::int32_t end, std::int32_t pages_in_end, const char* op) const;
+  PrefixMatch match_impl(std::span<const TokenId> tokens, bool lock);
   void lock_path(std::int32_t end);
 
   std::int32_t new_node() {

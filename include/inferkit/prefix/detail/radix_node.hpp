@@ -5,6 +5,7 @@
 // prefix/radix_tree.hpp builds the cache from it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <inferkit/core/error.hpp>
 #include <inferkit/core/token_id.hpp>
@@ -38,8 +39,9 @@ struct RadixNode {
   std::int64_t own_locks = 0;
   std::int32_t prev = kNoNode;  // eviction-list links
   std::int32_t next = kNoNode;
-  std::uint32_t generation = 0;  // bumped when the slot is recycled (stale handles)
-  std::uint64_t key = 0;         // child-map key: hash(parent, first page)
+  // Bumped when the slot is recycled or the node loses pages: handles to it are then stale.
+  std::uint32_t generation = 0;
+  std::uint64_t key = 0;  // child-map key: hash(parent, first page)
   bool live = false;
   bool listed = false;  // on an eviction list (unlocked, not the root)
   RadixSegment segment = RadixSegment::kProbation;
@@ -94,6 +96,13 @@ struct RadixNodeList {
     --size;
   }
 };
+
+/// A process-wide unique id for each RadixTree, so a tree rejects handles from another (ids are
+/// never reused, unlike addresses). Never 0: a default PrefixHandle names no tree.
+inline std::uint64_t next_radix_tree_id() noexcept {
+  static std::atomic<std::uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
 
 /// 64-bit hash of one page of tokens under parent node `parent` (FNV-1a over the token bytes,
 /// then a SplitMix64 finish). Only a bucket key: tokens are always compared exactly.

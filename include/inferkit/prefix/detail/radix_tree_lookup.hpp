@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // RadixTree's lookups and argument checks, kept apart from prefix/radix_tree.hpp to keep that
-// header short: the child lookup and the page-aligned walk that match and insert share, and
-// the checks every public call runs before it changes anything (handles, block ownership,
-// reference-count limits).
+// header short: the child lookup and the page-aligned walk that match and insert share, the
+// shared body of match and match_and_lock, and the checks every public call runs before it
+// changes anything (handles, block ownership, reference-count limits).
 #pragma once
 
 #include <algorithm>
@@ -88,14 +88,16 @@ inline void RadixTree::validate_owned_unique(std::span<const BlockId> blocks) {
 }
 
 inline void RadixTree::check_handle(PrefixHandle h, const char* op) const {
-  const bool ok = h.node >= 0 && idx(h.node) < nodes_.size() && node(h.node).live &&
-                  node(h.node).generation == h.generation;
-  if (!ok) {
-    detail::throw_error(ErrorCode::kInvalidArgument, std::string(op) + ": handle (node " +
-                                                         std::to_string(h.node) + ", generation " +
-                                                         std::to_string(h.generation) +
-                                                         ") is stale: its prefix was evicted");
+  if (is_valid(h)) [[likely]] {
+    return;
   }
+  const std::string which = std::string(op) + ": handle (node " + std::to_string(h.node) +
+                            ", generation " + std::to_string(h.generation) + ", tree " +
+                            std::to_string(h.tree) + ")";
+  detail::throw_error(ErrorCode::kInvalidArgument,
+                      h.tree != id_
+                          ? which + " was not issued by this tree (id " + std::to_string(id_) + ")"
+                          : which + " is stale: its path lost pages or was evicted");
 }
 
 inline void RadixTree::check_lockable(std::int32_t end, std::int32_t pages_in_end,
@@ -124,6 +126,31 @@ inline void RadixTree::lock_path(std::int32_t end) {
     if (n.lock_count++ == 0 && n.listed) list_of(n).unlink(nodes_, x);
   }
   ++node(end).own_locks;
+}
+
+inline PrefixMatch RadixTree::match_impl(std::span<const TokenId> tokens, bool lock) {
+  const Walk w = walk(tokens);
+  if (lock) check_lockable(w.node, w.pages_in_node, "match_and_lock");
+  flush_pending();
+  std::int32_t end = w.node;
+  if (w.pages_in_node < node(end).num_pages()) end = split(end, w.pages_in_node);
+  PrefixMatch result;
+  result.num_tokens = w.pages * block_size_;
+  result.blocks.resize(static_cast<std::size_t>(w.pages));
+  auto out = result.blocks.end();
+  for (std::int32_t x = end; x != kRoot; x = node(x).parent) {
+    const std::vector<BlockId>& blocks = node(x).blocks;
+    out = std::copy_backward(blocks.begin(), blocks.end(), out);
+  }
+  result.handle = {end, node(end).generation, id_};
+  if (w.pages > 0) touch_path(end, /*promote=*/true);
+  if (lock) lock_path(end);
+  ++stats_.queries;
+  stats_.queried_tokens += static_cast<std::int64_t>(tokens.size());
+  stats_.hit_queries += w.pages > 0 ? 1 : 0;
+  stats_.hit_tokens += result.num_tokens;
+  ++stats_.match_length_tokens[histogram_bucket(result.num_tokens)];
+  return result;
 }
 
 }  // namespace inferkit
