@@ -108,6 +108,10 @@ std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
 // ---- the batch: allocator, page tables and one layer's paged K/V ----
 
 struct Batch {
+  // The tables bind to the allocator by address: a Batch is built in place and never moves.
+  Batch(std::int32_t num_blocks, const inferkit::PagedKVCacheShape& shape)
+      : allocator(num_blocks, kBlockSize), cache(shape) {}
+
   inferkit::BlockAllocator allocator;
   inferkit::PagedKVCache<float16> cache;
   std::vector<inferkit::BlockTable> tables;
@@ -124,7 +128,7 @@ struct Batch {
 // shuffled by hours of requests coming and going, and its sequences grow side by side, so we
 // shuffle the pool's free list first and then grow the sequences round-robin a page at a time:
 // each page table ends up scattered over the pool.
-Batch make_batch(const Flags& f, inferkit::Rng& rng) {
+std::unique_ptr<Batch> make_batch(const Flags& f, inferkit::Rng& rng) {
   const auto pages_per_seq = static_cast<std::int32_t>((f.context + kBlockSize - 1) / kBlockSize);
   const auto num_blocks = static_cast<std::int32_t>(f.batch) * pages_per_seq;
   inferkit::PagedKVCacheShape shape;
@@ -133,10 +137,8 @@ Batch make_batch(const Flags& f, inferkit::Rng& rng) {
   shape.block_size = kBlockSize;
   shape.num_kv_heads = kKvHeads;
   shape.head_dim = kHeadDim;
-  Batch b{inferkit::BlockAllocator(num_blocks, kBlockSize),
-          inferkit::PagedKVCache<float16>(shape),
-          {},
-          {}};
+  auto batch = std::make_unique<Batch>(num_blocks, shape);
+  Batch& b = *batch;
 
   std::vector<inferkit::BlockId> all(at(num_blocks));
   if (!b.allocator.allocate(std::span<inferkit::BlockId>(all))) {
@@ -147,7 +149,8 @@ Batch make_batch(const Flags& f, inferkit::Rng& rng) {
   }
   for (inferkit::BlockId id : all) b.allocator.free(id);
 
-  b.tables.assign(at(f.batch), inferkit::BlockTable(kBlockSize));
+  b.tables.reserve(at(f.batch));
+  for (long long s = 0; s < f.batch; ++s) b.tables.emplace_back(b.allocator);
   // Random K/V in [-1, 1): one Rng stream per sequence, so the values can be drawn in parallel
   // (a page of every sequence per round); the cache takes one writer per layer, so appends are
   // serial.
@@ -182,7 +185,7 @@ Batch make_batch(const Flags& f, inferkit::Rng& rng) {
     }
   }
   b.export_pages();
-  return b;
+  return batch;
 }
 
 // Share of logically consecutive pages that are also physically adjacent (1.0 = contiguous).
@@ -398,7 +401,8 @@ UnwrittenResult poison_unwritten_slots(Batch& b, const std::vector<float>& q) {
 int run(int argc, char** argv) {
   const Flags f = parse_flags(argc, argv);
   inferkit::Rng rng(static_cast<std::uint64_t>(f.seed));
-  Batch b = make_batch(f, rng);
+  const std::unique_ptr<Batch> owned = make_batch(f, rng);
+  Batch& b = *owned;
   const auto batch = static_cast<std::int32_t>(f.batch);
   const auto total_pages = static_cast<std::int64_t>(b.pages.indices.size());
   const double adjacent = adjacent_page_fraction(b.pages);

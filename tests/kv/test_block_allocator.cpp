@@ -8,7 +8,11 @@
 #include <deque>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/kv/block_allocator.hpp>
+#include <limits>
 #include <set>
+#include <tests/support/block_allocator_peer.hpp>
+#include <tests/support/error_code.hpp>
+#include <type_traits>
 #include <vector>
 
 using inferkit::BlockAllocator;
@@ -108,6 +112,30 @@ TEST_CASE("BlockAllocator: allocate is all or nothing and free returns blocks",
   a.check_consistency();
 }
 
+TEST_CASE("BlockAllocator: allocate(n) returns ids that later allocations cannot overwrite",
+          "[kv][block_allocator]") {
+  STATIC_REQUIRE(
+      std::is_same_v<decltype(std::declval<BlockAllocator&>().allocate(1)), std::vector<BlockId>>);
+  BlockAllocator a(8, 4);
+  const auto first = a.allocate(2);
+  const auto second = a.allocate(3);
+  CHECK(first == std::vector<BlockId>{0, 1});
+  CHECK(second == std::vector<BlockId>{2, 3, 4});
+  CHECK(a.allocate(4).empty());  // 3 left: all or nothing, and the earlier results stay put
+  CHECK(first == std::vector<BlockId>{0, 1});
+  a.free(first);
+  a.free(second);
+  CHECK(a.num_free_blocks() == 8);
+}
+
+TEST_CASE("BlockAllocator: neither copyable nor movable, since tables and trees bind to it",
+          "[kv][block_allocator]") {
+  STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<BlockAllocator>);
+  STATIC_REQUIRE_FALSE(std::is_move_constructible_v<BlockAllocator>);
+  STATIC_REQUIRE_FALSE(std::is_copy_assignable_v<BlockAllocator>);
+  STATIC_REQUIRE_FALSE(std::is_move_assignable_v<BlockAllocator>);
+}
+
 TEST_CASE("BlockAllocator: can_allocate keeps the watermark in reserve", "[kv][block_allocator]") {
   BlockAllocator a(100, 16);
   CHECK(a.can_allocate(100));
@@ -116,6 +144,8 @@ TEST_CASE("BlockAllocator: can_allocate keeps the watermark in reserve", "[kv][b
   CHECK_FALSE(a.can_allocate(91, 0.1));
   CHECK(a.can_allocate(0, 1.0));
   CHECK_FALSE(a.can_allocate(1, 1.0));
+  CHECK_FALSE(a.can_allocate(std::int64_t{1} << 40));  // any block count can be asked about
+  CHECK_FALSE(a.can_allocate(std::numeric_limits<std::int64_t>::max()));
   CHECK_THROWS_AS(a.can_allocate(-1), Error);
   CHECK_THROWS_AS(a.can_allocate(1, 1.5), Error);
   CHECK_THROWS_AS(a.can_allocate(1, -0.1), Error);
@@ -183,6 +213,77 @@ TEST_CASE("BlockAllocator: bad input throws and leaves the allocator unchanged",
       CHECK_THAT(e.what(), Catch::Contains("block 3"));
     }
   }
+}
+
+TEST_CASE("BlockAllocator: a refcount stops at kMaxRefCount and a refused retain changes nothing",
+          "[kv][block_allocator]") {
+  using Peer = inferkit::detail::BlockAllocatorPeer;
+  constexpr std::int32_t kMax = BlockAllocator::kMaxRefCount;
+  STATIC_REQUIRE(kMax == std::numeric_limits<std::int32_t>::max());
+  BlockAllocator a(4, 4);
+  const BlockId b = *a.allocate_one();
+  const BlockId c = *a.allocate_one();
+  Peer::add_owners(a, b, kMax - 2);  // refcount kMax - 1, as 2^31 - 3 retains would leave it
+  a.retain(b);
+  CHECK(a.ref_count(b) == kMax);
+  require_error_unchanged(a, ErrorCode::kOutOfRange, [&] { a.retain(b); });
+  const std::vector<BlockId> one{b};
+  require_error_unchanged(a, ErrorCode::kOutOfRange, [&] { a.retain(one); });
+  const std::vector<BlockId> mixed{c, b};  // all or nothing: c gains no owner either
+  require_error_unchanged(a, ErrorCode::kOutOfRange, [&] { a.retain(mixed); });
+  SECTION("a batch listing a block twice counts both owners") {
+    a.free(b);
+    a.free(b);  // kMax - 2
+    const std::vector<BlockId> twice{b, c, b};
+    a.retain(twice);
+    CHECK(a.ref_count(b) == kMax);
+    CHECK(a.ref_count(c) == 2);
+    a.free(c);
+    a.free(b);  // kMax - 1: one more fits, two do not
+    const std::vector<BlockId> again{b, b};
+    require_error_unchanged(a, ErrorCode::kOutOfRange, [&] { a.retain(again); });
+  }
+  SECTION("the message names the block and the limit") {
+    std::string message;
+    CHECK(inferkit::test::code_of([&] { a.retain(b); }, &message) == ErrorCode::kOutOfRange);
+    CHECK_THAT(message, Catch::Contains("block " + std::to_string(b)) &&
+                            Catch::Contains(std::to_string(kMax)));
+  }
+  Peer::add_owners(a, b, 1 - std::int64_t{a.ref_count(b)});
+  a.free(b);
+  a.free(c);
+  CHECK(a.num_free_blocks() == 4);
+  a.check_consistency();
+}
+
+TEST_CASE("BlockAllocator: one eviction callback at a time, removed only by its owner",
+          "[kv][block_allocator]") {
+  BlockAllocator a(2, 1);
+  int first_owner = 0;
+  int second_owner = 0;
+  std::vector<BlockId> heard;
+  CHECK_FALSE(a.has_eviction_callback());
+  a.set_eviction_callback({}, &second_owner);  // removing none is a no-op
+  a.set_eviction_callback([&](BlockId b) { heard.push_back(b); }, &first_owner);
+  CHECK(a.has_eviction_callback());
+  auto code = [](auto&& f) { return inferkit::test::code_of(f); };
+  // Neither another owner nor the same one can replace it, and only its owner removes it.
+  CHECK(code([&] { a.set_eviction_callback([](BlockId) {}, &second_owner); }) ==
+        ErrorCode::kInvalidState);
+  CHECK(code([&] { a.set_eviction_callback([](BlockId) {}, &first_owner); }) ==
+        ErrorCode::kInvalidState);
+  CHECK(code([&] { a.set_eviction_callback({}, &second_owner); }) == ErrorCode::kInvalidState);
+  CHECK(code([&] { a.set_eviction_callback({}); }) == ErrorCode::kInvalidState);
+  // The refused calls left the installed callback in place.
+  const BlockId b = *a.allocate_one();
+  a.mark_cached(b);
+  a.free(b);
+  (void)a.allocate(2);
+  CHECK(heard == std::vector<BlockId>{b});
+  a.set_eviction_callback({}, &first_owner);
+  CHECK_FALSE(a.has_eviction_callback());
+  a.set_eviction_callback([](BlockId) {}, &second_owner);  // now free to take
+  CHECK(a.has_eviction_callback());
 }
 
 TEST_CASE("BlockAllocator: tokens stored and utilization count each physical block once",

@@ -11,7 +11,12 @@
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
 #include <inferkit/kv/paged_kv_cache.hpp>
+#include <limits>
 #include <map>
+#include <tests/support/block_allocator_peer.hpp>
+#include <tests/support/error_code.hpp>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 using inferkit::BlockAllocator;
@@ -243,8 +248,164 @@ TEST_CASE("BlockTable: tables of another block size are rejected", "[kv][block_t
   BlockTable t(8);
   std::vector<BlockCopy> copies;
   CHECK_THROWS_AS(t.append_tokens(a, 1, {}, copies), Error);
+  CHECK_THROWS_AS((void)t.blocks_needed_to_append(a, 1), Error);  // a query checks it too
+  CHECK_THROWS_AS(t.fork(a), Error);
   CHECK_THROWS_AS(BlockTable(0), Error);
   CHECK(a.num_free_blocks() == 8);
+}
+
+TEST_CASE("BlockTable: a huge append is refused as out of blocks and needs are exact",
+          "[kv][block_table]") {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  std::vector<BlockCopy> copies;
+  SECTION("block size 1") {
+    BlockAllocator a(8, 1);
+    BlockTable t(a);
+    CHECK(t.blocks_needed_to_append(a, std::int64_t{1} << 32) == std::int64_t{1} << 32);
+    CHECK(t.blocks_needed_to_append(a, kMax) == kMax);
+    CHECK_FALSE(t.append_tokens(a, kMax, {}, copies));
+    (void)append(t, a, 3, copies);
+    CHECK(t.blocks_needed_to_append(a, kMax) == kMax);
+    CHECK_FALSE(t.append_tokens(a, kMax, {}, copies));  // num_tokens + n would overflow
+    CHECK_FALSE(t.append_tokens(a, kMax - 2, {}, copies));
+    CHECK(t.num_tokens() == 3);
+    CHECK(a.num_free_blocks() == 5);
+    CHECK_FALSE(a.can_allocate(t.blocks_needed_to_append(a, std::int64_t{1} << 32)));
+  }
+  SECTION("a shared partial last block adds the copy to a huge need") {
+    BlockAllocator a(8, 4);
+    BlockTable t(a);
+    (void)append(t, a, 6, copies);  // [full, 2 of 4]
+    BlockTable child = t.fork(a);
+    CHECK(child.blocks_needed_to_append(a, 2) == 1);  // the copy only
+    CHECK(child.blocks_needed_to_append(a, 3) == 2);
+    CHECK(child.blocks_needed_to_append(a, kMax) == (kMax - 2) / 4 + 1 + 1);
+    CHECK_FALSE(child.append_tokens(a, kMax, {}, copies));
+    CHECK(copies.empty());
+    CHECK(child.num_tokens() == 6);
+    CHECK(a.ref_count(t.blocks()[1]) == 2);
+    a.check_consistency();
+  }
+}
+
+TEST_CASE("BlockTable: append_shared_blocks takes a view of the table's own blocks",
+          "[kv][block_table]") {
+  BlockAllocator a(16, 2);
+  BlockTable t(a);
+  std::vector<BlockCopy> copies;
+  (void)append(t, a, 4, copies);  // two full blocks, a vector with no spare capacity
+  const std::vector<BlockId> before(t.blocks().begin(), t.blocks().end());
+  for (int round = 0; round < 3; ++round) {  // each round outgrows the vector's capacity
+    t.append_shared_blocks(a, t.blocks());
+  }
+  REQUIRE(t.num_blocks() == 16);
+  CHECK(t.num_tokens() == 32);
+  for (std::int32_t i = 0; i < t.num_blocks(); ++i) {
+    CHECK(t.blocks()[static_cast<std::size_t>(i)] == before[static_cast<std::size_t>(i % 2)]);
+  }
+  CHECK(a.ref_count(before[0]) == 8);
+  t.append_shared_blocks(a, t.blocks().subspan(1, 2));  // a view from the middle
+  CHECK(t.blocks().last(2)[0] == before[1]);
+  CHECK(t.blocks().last(2)[1] == before[0]);
+  t.release(a);
+  CHECK(a.num_free_blocks() == 16);
+  a.check_consistency();
+}
+
+TEST_CASE("BlockTable: a refcount at its limit refuses fork and sharing, changing nothing",
+          "[kv][block_table]") {
+  using Peer = inferkit::detail::BlockAllocatorPeer;
+  BlockAllocator a(8, 2);
+  BlockTable t(a);
+  std::vector<BlockCopy> copies;
+  (void)append(t, a, 4, copies);
+  const BlockId b = t.blocks()[1];
+  Peer::add_owners(a, b, BlockAllocator::kMaxRefCount - 1);
+  CHECK(inferkit::test::code_of([&] { (void)t.fork(a); }) == ErrorCode::kOutOfRange);
+  BlockTable u(a);
+  CHECK(inferkit::test::code_of([&] { u.append_shared_blocks(a, t.blocks()); }) ==
+        ErrorCode::kOutOfRange);
+  CHECK(u.num_tokens() == 0);
+  CHECK(a.ref_count(t.blocks()[0]) == 1);
+  Peer::add_owners(a, b, 1 - BlockAllocator::kMaxRefCount);
+  CHECK(a.num_used_blocks() == 2);
+  a.check_consistency();
+}
+
+TEST_CASE("BlockTable: a table is bound to one allocator", "[kv][block_table]") {
+  BlockAllocator a(8, 4);
+  BlockAllocator b(8, 4);
+  std::vector<BlockCopy> copies;
+  BlockTable t(4);  // binds when it first takes a block
+  CHECK(t.allocator() == nullptr);
+  CHECK_FALSE(t.append_tokens(b, 100, {}, copies));  // took nothing: still unbound
+  CHECK(t.allocator() == nullptr);
+  (void)append(t, a, 5, copies);
+  CHECK(t.allocator() == &a);
+  const std::vector<BlockId> blocks(t.blocks().begin(), t.blocks().end());
+  auto rejected = [&](auto&& f) {
+    CHECK(inferkit::test::code_of(f) == ErrorCode::kInvalidArgument);
+    CHECK(t.num_tokens() == 5);
+    CHECK(a.num_free_blocks() == 6);
+    CHECK(b.num_free_blocks() == 8);
+  };
+  rejected([&] { (void)t.append_tokens(b, 1, {}, copies); });  // grown through a, not b
+  rejected([&] { t.append_shared_blocks(b, {}); });
+  rejected([&] { (void)t.blocks_needed_to_append(b, 1); });
+  rejected([&] { (void)t.fork(b); });
+  rejected([&] { t.truncate(b, 1); });
+  rejected([&] { t.release(b); });
+  t.release(a);
+  CHECK(t.allocator() == &a);  // bound for life
+  CHECK_THROWS_AS(t.append_tokens(b, 1, {}, copies), Error);
+  BlockTable bound(b);
+  CHECK(bound.allocator() == &b);
+  CHECK(bound.block_size() == 4);
+  CHECK_THROWS_AS(bound.append_tokens(a, 1, {}, copies), Error);
+  BlockTable child = bound.fork(b);
+  CHECK(child.allocator() == &b);
+}
+
+TEST_CASE("BlockTable: move-only, and a dropped table returns its blocks", "[kv][block_table]") {
+  STATIC_REQUIRE_FALSE(std::is_copy_constructible_v<BlockTable>);
+  STATIC_REQUIRE_FALSE(std::is_copy_assignable_v<BlockTable>);
+  STATIC_REQUIRE(std::is_nothrow_move_constructible_v<BlockTable>);
+  STATIC_REQUIRE(std::is_nothrow_move_assignable_v<BlockTable>);
+  BlockAllocator a(8, 4);
+  std::vector<BlockCopy> copies;
+  {
+    BlockTable t(4);
+    (void)append(t, a, 6, copies);
+    BlockTable child = t.fork(a);
+    CHECK(a.num_free_blocks() == 6);
+  }  // both dropped without release
+  CHECK(a.num_free_blocks() == 8);
+  CHECK(a.tokens_stored() == 0);
+
+  BlockTable t(a);
+  (void)append(t, a, 5, copies);
+  BlockTable moved(std::move(t));
+  CHECK(moved.num_tokens() == 5);
+  CHECK(t.num_tokens() == 0);  // NOLINT(bugprone-use-after-move): the moved-from state is defined
+  CHECK(t.num_blocks() == 0);
+  CHECK(t.allocator() == &a);
+  (void)append(t, a, 1, copies);  // a moved-from table is usable
+  BlockTable other(a);
+  (void)append(other, a, 4, copies);
+  CHECK(a.num_free_blocks() == 4);
+  other = std::move(moved);  // other's own block goes back first
+  CHECK(a.num_free_blocks() == 5);
+  CHECK(other.num_tokens() == 5);
+  CHECK(moved.num_blocks() == 0);  // NOLINT(bugprone-use-after-move)
+  std::vector<BlockTable> many;
+  for (int i = 0; i < 3; ++i) {     // no reserve: reallocation moves the tables
+    many.push_back(other.fork(a));  // NOLINT(performance-inefficient-vector-operation)
+  }
+  many.erase(many.begin());
+  CHECK(a.ref_count(other.blocks()[0]) == 3);
+  many.clear();
+  CHECK(a.ref_count(other.blocks()[0]) == 1);
+  a.check_consistency();
 }
 
 TEST_CASE("build_page_table: CSR export matches the tables", "[kv][block_table]") {

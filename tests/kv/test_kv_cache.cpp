@@ -239,6 +239,28 @@ TEST_CASE("KVCache: bad arguments throw and leave the cache unchanged", "[kv][kv
   CHECK(std::vector<float>(kh.begin(), kh.end()) == std::vector<float>(4, 1.0f));
 }
 
+TEST_CASE("KVCache: a chunk viewing the cache itself is read as it was before the append",
+          "[kv][kv_cache]") {
+  KVCache<float> cache(1, 1, 2, 4);
+  const std::vector<float> first{1, 2};
+  cache.append(0, first, first, 1);
+  // Positions 0 and 1 of the storage (1 unwritten: zeros), appended at positions 1 and 2: the
+  // second token must read position 1 before the first token overwrites it.
+  const inferkit::KVCacheLayerView<float> view = cache.layer_view(0);
+  cache.append(0, std::span<const float>(view.k, 4), std::span<const float>(view.v, 4), 2);
+  const auto kh = cache.k_head(0, 0);
+  CHECK(std::vector<float>(kh.begin(), kh.end()) == std::vector<float>{1, 2, 1, 2, 0, 0});
+  SECTION("gathering into the cache's own storage is refused") {
+    // The cache hands out read-only views; a caller who casts that away still cannot corrupt it.
+    std::span<float> own(const_cast<float*>(view.k) + 2, 4);  // NOLINT: the misuse under test
+    std::vector<float> out(4);
+    CHECK(code_of([&] { cache.gather(0, 2, own, out); }) == ErrorCode::kInvalidArgument);
+    CHECK(code_of([&] { cache.gather(0, 2, out, own); }) == ErrorCode::kInvalidArgument);
+    const auto again = cache.k_head(0, 0);
+    CHECK(std::vector<float>(again.begin(), again.end()) == std::vector<float>{1, 2, 1, 2, 0, 0});
+  }
+}
+
 TEST_CASE("KVCache: constructor rejects bad sizes", "[kv][kv_cache]") {
   std::string msg;
   CHECK(code_of([] { KVCache<float>(0, 1, 1, 1); }, &msg) == ErrorCode::kInvalidArgument);

@@ -258,6 +258,84 @@ TEST_CASE("PagedKVCache: padding slots are skipped and unquantized storage copie
   }
 }
 
+TEST_CASE("PagedKVCache: copy_blocks validates every copy before running any",
+          "[kv][paged_kv_cache]") {
+  PagedKVCache<float> cache(PagedKVCacheShape{2, 4, 4, 1, 8});
+  Rng rng(5);
+  const std::vector<std::int64_t> slots{0, 1, 2, 3};
+  for (std::int32_t layer = 0; layer < 2; ++layer) {
+    const auto kv = random_values(rng, 4 * 8, 1.0f);
+    cache.append(layer, slots, kv, kv);
+  }
+  auto raw = [&] {
+    std::vector<float> bytes;
+    for (std::int32_t layer = 0; layer < 2; ++layer) {
+      const auto view = std::as_const(cache).view(layer);
+      const auto n = static_cast<std::size_t>(view.block_stride() * view.num_blocks);
+      bytes.insert(bytes.end(), view.k, view.k + n);
+      bytes.insert(bytes.end(), view.v, view.v + n);
+    }
+    return bytes;
+  };
+  const auto before = raw();
+  const std::vector<BlockCopy> bad_id{{0, 1, 4}, {0, 9, 1}};
+  CHECK_THROWS_AS(cache.copy_blocks(bad_id), Error);
+  const std::vector<BlockCopy> bad_slots{{0, 1, 4}, {0, 2, 5}};
+  CHECK_THROWS_AS(cache.copy_blocks(bad_slots), Error);
+  CHECK(raw() == before);  // the valid first copy did not run
+  const std::vector<BlockCopy> good{{0, 1, 4}};
+  cache.copy_blocks(good);
+  CHECK(raw() != before);
+}
+
+TEST_CASE("PagedKVCache: K/V viewing the cache itself are read as they were before the append",
+          "[kv][paged_kv_cache]") {
+  const PagedKVCacheShape shape{1, 2, 4, 1, 8};
+  const std::vector<std::int64_t> first{0};
+  const std::vector<std::int64_t> next{1, 2};
+  std::vector<float> k0(8), v0(8);
+  for (std::size_t e = 0; e < 8; ++e) {
+    k0[e] = static_cast<float>(e + 1);
+    v0[e] = -static_cast<float>(e + 1);
+  }
+  // Slots 0 and 1 of block 0 (1 unwritten: zeros), appended at slots 1 and 2: the second token
+  // must read slot 1 before the first token overwrites it.
+  auto expect = [&](auto& cache) {
+    std::vector<float> k(24), v(24);
+    const std::vector<BlockId> blocks{0};
+    cache.gather(0, blocks, 3, k, v);
+    for (std::size_t e = 0; e < 8; ++e) {
+      CHECK(k[e] == k0[e]);
+      CHECK(k[8 + e] == k0[e]);
+      CHECK(k[16 + e] == 0.0f);
+      CHECK(v[8 + e] == v0[e]);
+      CHECK(v[16 + e] == 0.0f);
+    }
+  };
+  SECTION("append from float") {
+    PagedKVCache<float> cache(shape);
+    cache.append(0, first, k0, v0);
+    const auto view = cache.view(0);
+    cache.append(0, next, std::span<const float>(view.k, 16), std::span<const float>(view.v, 16));
+    expect(cache);
+    SECTION("gathering into the cache's own storage is refused") {
+      std::vector<float> out(16);
+      const std::vector<BlockId> blocks{0};
+      CHECK_THROWS_AS(cache.gather(0, blocks, 2, std::span<float>(view.k + 8, 16), out), Error);
+      CHECK_THROWS_AS(cache.gather(0, blocks, 2, out, std::span<float>(view.v, 16)), Error);
+      expect(cache);
+    }
+  }
+  SECTION("append_elements") {
+    PagedKVCache<float16> cache(shape);
+    cache.append(0, first, k0, v0);
+    const auto view = cache.view(0);
+    cache.append_elements(0, next, std::span<const float16>(view.k, 16),
+                          std::span<const float16>(view.v, 16));
+    expect(cache);
+  }
+}
+
 TEST_CASE("PagedKVCache: bad arguments throw and leave the storage unchanged",
           "[kv][paged_kv_cache]") {
   const PagedKVCacheShape shape{2, 4, 4, 2, 8};

@@ -10,8 +10,11 @@
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
 #include <inferkit/prefix/radix_tree.hpp>
+#include <limits>
 #include <map>
 #include <optional>
+#include <tests/support/block_allocator_peer.hpp>
+#include <tests/support/error_code.hpp>
 #include <vector>
 
 using inferkit::BlockAllocator;
@@ -64,15 +67,23 @@ std::optional<Sequence> start(BlockAllocator& a, const std::vector<TokenId>& tok
 
 std::vector<TokenId> seq(std::initializer_list<TokenId> t) { return t; }
 
+// A request whose `tokens` are now cached in `tree`; it still holds its blocks.
+Sequence cached_sequence(BlockAllocator& a, RadixTree& tree, const std::vector<TokenId>& tokens) {
+  auto s = start(a, tokens, {});
+  REQUIRE(s);
+  (void)tree.insert(s->tokens, s->blocks);
+  return *s;
+}
+
 // Everything observable of a tree and its allocator, to prove a failed call changed nothing.
 struct Snapshot {
-  std::int64_t cached_blocks, nodes, queries;
+  std::int64_t cached_blocks, nodes, queries, free_blocks;
   std::vector<std::int32_t> refs;
   std::vector<bool> cached;
   bool operator==(const Snapshot&) const = default;
 };
 Snapshot snapshot(const RadixTree& t, const BlockAllocator& a) {
-  Snapshot s{t.cached_blocks(), t.num_nodes(), t.stats().queries, {}, {}};
+  Snapshot s{t.cached_blocks(), t.num_nodes(), t.stats().queries, a.num_free_blocks(), {}, {}};
   for (BlockId b = 0; b < a.num_blocks(); ++b) {
     s.refs.push_back(a.ref_count(b));
     s.cached.push_back(a.is_cached(b));
@@ -247,6 +258,178 @@ TEST_CASE("RadixTree: bad input throws and changes nothing", "[prefix][radix_tre
     CHECK_THROWS_AS(RadixTree(b, RadixTreeOptions{.max_cached_blocks = -1}), Error);
     CHECK_THROWS_AS(RadixTree(b, RadixTreeOptions{.protected_fraction = 1.5}), Error);
   }
+}
+
+TEST_CASE("RadixTree: insert validates the block of a trailing partial page",
+          "[prefix][radix_tree]") {
+  BlockAllocator a(16, 2);
+  RadixTree tree(a);
+  auto s = start(a, seq({1, 2, 3, 4, 5}), {});  // 2 full pages and a partial one
+  REQUIRE(s);
+  const BlockId free_block = 15;
+  REQUIRE(a.ref_count(free_block) == 0);
+  auto with_tail = [&](BlockId tail) {
+    return std::vector<BlockId>{s->blocks[0], s->blocks[1], tail};
+  };
+  for (const BlockId bad : {BlockId{-1}, BlockId{16}, std::numeric_limits<BlockId>::max()}) {
+    require_error_unchanged(tree, a, ErrorCode::kOutOfRange,
+                            [&] { (void)tree.insert(s->tokens, with_tail(bad)); });
+  }
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument,
+                          [&] { (void)tree.insert(s->tokens, with_tail(free_block)); });
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument,
+                          [&] { (void)tree.insert(s->tokens, with_tail(s->blocks[0])); });
+  CHECK(tree.insert(s->tokens, s->blocks).inserted_tokens == 4);  // the real tail is accepted
+  CHECK_FALSE(a.is_cached(s->blocks[2]));
+}
+
+TEST_CASE("RadixTree: a throwing call leaves the deferred uncache pending",
+          "[prefix][radix_tree]") {
+  BlockAllocator a(4, 1);
+  RadixTree tree(a);
+  const Sequence s = cached_sequence(a, tree, seq({1, 2, 3}));
+  const auto stale = tree.match(seq({1, 2, 3}));
+  a.retain(s.blocks[2]);                 // a running sequence keeps the tail
+  for (BlockId b : s.blocks) a.free(b);  // head first: {1} then {2} on the LRU list, {3} owned
+  const std::vector<BlockId> taken = a.allocate(2);  // the free block, then {1}'s block
+  REQUIRE(taken.size() == 2);
+  // The tree dropped the whole path; the blocks of {2} (evictable) and {3} (owned) wait, still
+  // marked cached, for the next call to uncache them.
+  CHECK(tree.cached_blocks() == 0);
+  REQUIRE(a.is_cached(s.blocks[1]));
+  REQUIRE(a.is_cached(s.blocks[2]));
+  REQUIRE(a.num_free_blocks() == 0);
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument, [&] { tree.lock(stale.handle); });
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument, [&] { tree.unlock(stale.handle); });
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument,
+                          [&] { (void)tree.insert(seq({5}), taken); });  // wrong block count
+  require_error_unchanged(tree, a, ErrorCode::kOutOfRange,
+                          [&] { (void)tree.insert(seq({5}), std::vector<BlockId>{-1}); });
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument, [&] { (void)tree.evict(-1); });
+  CHECK(a.is_cached(s.blocks[2]));
+  tree.flush();
+  CHECK_FALSE(a.is_cached(s.blocks[2]));
+  CHECK(a.num_free_blocks() == 1);
+  a.free(s.blocks[2]);
+  a.free(std::span<const BlockId>(taken));
+  CHECK(a.num_free_blocks() == 4);
+}
+
+TEST_CASE("RadixTree: one tree per allocator, and no other callback takes it over",
+          "[prefix][radix_tree]") {
+  BlockAllocator a(8, 1);
+  {
+    RadixTree tree(a);
+    CHECK(a.has_eviction_callback());
+    CHECK(inferkit::test::code_of([&] { RadixTree second(a); }) == ErrorCode::kInvalidState);
+    CHECK(inferkit::test::code_of([&] { a.set_eviction_callback([](BlockId) {}); }) ==
+          ErrorCode::kInvalidState);
+    CHECK(inferkit::test::code_of([&] { a.set_eviction_callback({}); }) ==
+          ErrorCode::kInvalidState);
+    // The first tree still hears of every eviction.
+    auto s = start(a, seq({1, 2}), {});
+    REQUIRE(s);
+    (void)tree.insert(s->tokens, s->blocks);
+    a.free(std::span<const BlockId>(s->blocks));
+    const std::vector<BlockId> all = a.allocate(8);
+    REQUIRE(all.size() == 8);
+    CHECK(tree.cached_blocks() == 0);
+    CHECK(tree.match(seq({1, 2})).num_tokens == 0);
+    tree.check_consistency();
+    a.free(std::span<const BlockId>(all));
+  }
+  CHECK_FALSE(a.has_eviction_callback());
+  RadixTree next(a);  // the destroyed tree removed its callback
+  CHECK(a.has_eviction_callback());
+}
+
+TEST_CASE("RadixTree: handles name their tree and go stale when their path loses a page",
+          "[prefix][radix_tree]") {
+  BlockAllocator a(8, 1);
+  BlockAllocator b(8, 1);
+  RadixTree tree(a);
+  RadixTree other(b);
+  const Sequence s = cached_sequence(a, tree, seq({1, 2, 3}));
+  const Sequence t = cached_sequence(b, other, seq({1, 2, 3}));
+  a.free(std::span<const BlockId>(s.blocks));  // finished: evictable
+  const auto m = tree.match(seq({1, 2, 3}));
+  const auto m_other = other.match(seq({1, 2, 3}));
+  REQUIRE(m.handle.node == m_other.handle.node);  // same slot and generation: only the tree
+  REQUIRE(m.handle.generation == m_other.handle.generation);
+  CHECK(tree.is_valid(m.handle));
+  CHECK_FALSE(tree.is_valid(m_other.handle));
+  CHECK_FALSE(tree.is_valid(PrefixHandle{}));
+  std::string message;
+  CHECK(inferkit::test::code_of([&] { tree.lock(m_other.handle); }, &message) ==
+        ErrorCode::kInvalidArgument);
+  CHECK_THAT(message, Catch::Contains("not issued by this tree"));
+  require_error_unchanged(tree, a, ErrorCode::kInvalidArgument, [&] { tree.lock({}); });
+  SECTION("evict takes a tail page") {
+    CHECK(tree.evict(1) == 1);
+    CHECK(tree.match(seq({1, 2, 3})).num_tokens == 2);
+  }
+  SECTION("the allocator reuses a block of the path") {
+    const std::vector<BlockId> taken = a.allocate(6);  // the 5 free blocks, then the LRU one
+    REQUIRE(taken.size() == 6);
+    CHECK(tree.match(seq({1, 2, 3})).num_tokens < 3);
+    a.free(std::span<const BlockId>(taken));
+  }
+  // Either way the match's handle would now lock fewer blocks than it returned: rejected.
+  CHECK_FALSE(tree.is_valid(m.handle));
+  CHECK(inferkit::test::code_of([&] { tree.lock(m.handle); }, &message) ==
+        ErrorCode::kInvalidArgument);
+  CHECK_THAT(message, Catch::Contains("stale"));
+  tree.check_consistency();
+  b.free(std::span<const BlockId>(t.blocks));
+}
+
+TEST_CASE("RadixTree: match_and_lock locks exactly the blocks it returns", "[prefix][radix_tree]") {
+  BlockAllocator a(6, 2);
+  RadixTree tree(a);
+  const Sequence s = cached_sequence(a, tree, seq({1, 1, 2, 2, 3, 3}));
+  a.free(std::span<const BlockId>(s.blocks));  // 3 evictable cached blocks
+  const auto hit = tree.match_and_lock(seq({1, 1, 2, 2, 9, 9}));
+  REQUIRE(hit.blocks == std::vector<BlockId>{s.blocks[0], s.blocks[1]});
+  CHECK(tree.is_valid(hit.handle));
+  for (BlockId blk : hit.blocks) CHECK(a.ref_count(blk) == 1);
+  // Allocating everything cannot reclaim them: the locked blocks are safe to share.
+  const std::vector<BlockId> rest = a.allocate(a.num_available_blocks());
+  CHECK(rest.size() == 4);
+  inferkit::BlockTable table(a);
+  table.append_shared_blocks(a, hit.blocks);
+  CHECK(table.num_tokens() == 4);
+  tree.unlock(hit.handle);
+  table.release(a);
+  a.free(std::span<const BlockId>(rest));
+  SECTION("an empty match is locked and unlocked too") {
+    const auto miss = tree.match_and_lock(seq({8, 8}));
+    CHECK(miss.num_tokens == 0);
+    tree.unlock(miss.handle);
+    require_error_unchanged(tree, a, ErrorCode::kInvalidState, [&] { tree.unlock(miss.handle); });
+  }
+  tree.check_consistency();
+  (void)tree.evict(100);
+  CHECK(a.num_free_blocks() == a.num_blocks());
+}
+
+TEST_CASE("RadixTree: lock and match_and_lock stop at the refcount limit, changing nothing",
+          "[prefix][radix_tree]") {
+  using Peer = inferkit::detail::BlockAllocatorPeer;
+  BlockAllocator a(4, 1);
+  RadixTree tree(a);
+  const Sequence s = cached_sequence(a, tree, seq({1, 2}));
+  Peer::add_owners(a, s.blocks[1], BlockAllocator::kMaxRefCount - 2);
+  const auto m = tree.match(s.tokens);
+  tree.lock(m.handle);  // kMaxRefCount references now
+  require_error_unchanged(tree, a, ErrorCode::kOutOfRange, [&] { tree.lock(m.handle); });
+  require_error_unchanged(tree, a, ErrorCode::kOutOfRange,
+                          [&] { (void)tree.match_and_lock(s.tokens); });
+  CHECK(tree.match_and_lock(seq({1})).num_tokens == 1);  // the head block has room
+  tree.unlock(tree.match(seq({1})).handle);
+  tree.unlock(m.handle);
+  Peer::add_owners(a, s.blocks[1], 2 - BlockAllocator::kMaxRefCount);
+  tree.check_consistency();
+  a.free(std::span<const BlockId>(s.blocks));
 }
 
 TEST_CASE("RadixTree: locked paths survive evict and allocator pressure", "[prefix][radix_tree]") {
@@ -453,9 +636,8 @@ TEST_CASE("RadixTree: a request's life with BlockTable shares the cached prefix"
   auto run = [&](TokenId user) {
     std::vector<TokenId> prompt = system;
     prompt.insert(prompt.end(), {user, user, user});
-    inferkit::BlockTable table(4);
-    const auto hit = tree.match(std::span<const TokenId>(prompt).first(prompt.size() - 1));
-    tree.lock(hit.handle);
+    inferkit::BlockTable table(a);
+    const auto hit = tree.match_and_lock(std::span<const TokenId>(prompt).first(prompt.size() - 1));
     table.append_shared_blocks(a, hit.blocks);
     std::vector<inferkit::BlockCopy> copies;
     REQUIRE(table.append_tokens(a, static_cast<std::int64_t>(prompt.size()) - hit.num_tokens, {},

@@ -22,6 +22,11 @@ using BlockId = std::int32_t;
 /// "No block" (an empty list link, a padding entry).
 inline constexpr BlockId kNoBlock = -1;
 
+namespace detail {
+/// Test access (defined in tests/support/): reaches a refcount's limit without 2^31 retains.
+struct BlockAllocatorPeer;
+}  // namespace detail
+
 /// Where a block is in its life cycle.
 enum class BlockState : std::uint8_t {
   kFree,       ///< on the free list; its contents are garbage
@@ -38,10 +43,14 @@ enum class BlockState : std::uint8_t {
 ///   an LRU list; `retain` revives it in O(1), and allocation reuses it only when the free list
 ///   is empty, calling the eviction callback first so the cache can forget it.
 ///
-/// All metadata is preallocated as structure-of-arrays at construction; no operation allocates
-/// heap memory. Bad input (out-of-range id, freeing a free block, refcount underflow, ...)
-/// throws `Error` naming the block and leaves the allocator unchanged. Running out of blocks is
-/// not an error: `allocate` returns an empty result.
+/// All metadata is preallocated as structure-of-arrays at construction; no operation but
+/// `allocate(n)` (which returns its blocks in a vector) allocates heap memory. Bad input
+/// (out-of-range id, freeing a free block, refcount underflow or overflow, ...) throws `Error`
+/// naming the block and leaves the allocator unchanged. Running out of blocks is not an error:
+/// `allocate` returns an empty result.
+///
+/// Block tables and prefix caches bind to an allocator by address, so it is neither copyable
+/// nor movable, and it must outlive every `BlockTable` and `RadixTree` built on it.
 ///
 /// The allocator also records how many slots of each block hold tokens (`set_block_tokens`,
 /// maintained by BlockTable) so it can report `tokens_stored()` and `utilization()`.
@@ -50,10 +59,17 @@ enum class BlockState : std::uint8_t {
 /// them `BlockTable::append_tokens`) can evict, and so call the callback. It receives the block
 /// id after the block has left the LRU list and lost its cached mark (it is already handed to
 /// the new owner); it must not throw and must not call mutating methods of this allocator.
+/// There is one callback at a time, and only its owner can remove it: whoever tracks the cached
+/// blocks (a `RadixTree`) must hear of every eviction, so a second one cannot take over.
 class BlockAllocator {
+  friend struct detail::BlockAllocatorPeer;
+
  public:
   /// Called with each cached block that allocation evicts for reuse.
   using EvictionCallback = std::function<void(BlockId)>;
+
+  /// The most owners one block can have (its reference count is an int32).
+  static constexpr std::int32_t kMaxRefCount = std::numeric_limits<std::int32_t>::max();
 
  private:
   std::int32_t num_blocks_ = 0;
@@ -65,8 +81,7 @@ class BlockAllocator {
   std::vector<BlockId> prev_;
   std::vector<BlockState> state_;
   std::vector<std::uint8_t> cached_;
-  std::vector<std::int32_t> pending_;  // scratch for validating batched frees (all zero)
-  std::vector<BlockId> scratch_;       // result buffer of allocate(n)
+  std::vector<std::int32_t> pending_;  // scratch for validating batched retains/frees (all zero)
   BlockId free_head_ = kNoBlock;
   BlockId lru_head_ = kNoBlock;  // least recently used: evicted first
   BlockId lru_tail_ = kNoBlock;
@@ -75,6 +90,7 @@ class BlockAllocator {
   std::int64_t tokens_stored_ = 0;  // sum of tokens_ over in-use blocks
   std::int64_t num_evictions_ = 0;
   EvictionCallback on_evict_;
+  const void* on_evict_owner_ = nullptr;
 
  public:
   /// Creates a pool of `num_blocks` free blocks of `block_size` tokens.
@@ -94,14 +110,33 @@ class BlockAllocator {
     state_.assign(n, BlockState::kFree);
     cached_.assign(n, 0);
     pending_.assign(n, 0);
-    scratch_.assign(n, kNoBlock);
     // Ascending ids come out first: block i links to i + 1.
     for (BlockId b = num_blocks - 1; b >= 0; --b) push_free(b);
   }
 
-  /// Installs the callback that allocation calls for every cached block it evicts (replaces
-  /// any previous one; an empty function disables it).
-  void set_eviction_callback(EvictionCallback callback) { on_evict_ = std::move(callback); }
+  BlockAllocator(const BlockAllocator&) = delete;
+  BlockAllocator& operator=(const BlockAllocator&) = delete;
+  BlockAllocator(BlockAllocator&&) = delete;
+  BlockAllocator& operator=(BlockAllocator&&) = delete;
+  ~BlockAllocator() = default;
+
+  /// Installs `callback`, which allocation calls for every cached block it evicts, on behalf of
+  /// `owner` (any address that identifies the installer; a RadixTree passes itself). An empty
+  /// `callback` removes the installed one (a no-op when there is none). O(1).
+  /// Throws `Error{kInvalidState}`, changing nothing, when installing while a callback is
+  /// installed (remove it first), or when removing a callback installed by another owner.
+  void set_eviction_callback(EvictionCallback callback, const void* owner = nullptr) {
+    if (on_evict_ && (callback || owner != on_evict_owner_)) [[unlikely]] {
+      detail::throw_error(ErrorCode::kInvalidState,
+                          std::string("set_eviction_callback: a callback is already installed") +
+                              (callback ? " (one at a time: its owner must remove it first)"
+                                        : " by another owner, who alone can remove it"));
+    }
+    on_evict_ = std::move(callback);
+    on_evict_owner_ = on_evict_ ? owner : nullptr;
+  }
+  /// Whether an eviction callback is installed.
+  [[nodiscard]] bool has_eviction_callback() const noexcept { return static_cast<bool>(on_evict_); }
 
   // ---- sizes and statistics (all O(1)) ----
 
@@ -160,8 +195,10 @@ class BlockAllocator {
 
   /// Whether `n` blocks can be allocated while keeping `floor(watermark * num_blocks)` blocks
   /// in reserve (vLLM's watermark: admission of new work leaves room for running sequences to
-  /// grow). Throws `Error{kInvalidArgument}` for `n < 0` or a watermark outside [0, 1].
-  [[nodiscard]] bool can_allocate(std::int32_t n, double watermark = 0.0) const {
+  /// grow). `n` is an int64 so that any block count (`BlockTable::blocks_needed_to_append`)
+  /// can be asked about. Throws `Error{kInvalidArgument}` for `n < 0` or a watermark outside
+  /// [0, 1].
+  [[nodiscard]] bool can_allocate(std::int64_t n, double watermark = 0.0) const {
     check_arg(n >= 0, ErrorCode::kInvalidArgument, "n", n, "must be >=", 0);
     check_arg(watermark >= 0.0 && watermark <= 1.0, ErrorCode::kInvalidArgument, "watermark",
               watermark, "must be in", "[0, 1]");
@@ -169,21 +206,23 @@ class BlockAllocator {
     return std::int64_t{num_available_blocks()} - n >= reserve;
   }
 
-  /// Allocates `n` blocks (refcount 1 each, 0 tokens), all or nothing. Returns them in a span
-  /// into an internal buffer that stays valid until the next `allocate(n)` call; an empty span
-  /// when fewer than `n` blocks are available (and for `n == 0`). Takes free blocks first, then
-  /// evicts least recently used cached blocks (calling the eviction callback).
-  /// O(n). Throws `Error{kInvalidArgument}` for `n < 0`.
-  [[nodiscard]] std::span<const BlockId> allocate(std::int32_t n) {
+  /// Allocates `n` blocks (refcount 1 each, 0 tokens), all or nothing, and returns them in a
+  /// vector the caller owns; an empty vector when fewer than `n` blocks are available (and for
+  /// `n == 0`). Takes free blocks first, then evicts least recently used cached blocks (calling
+  /// the eviction callback). O(n), one heap allocation: hot paths use `allocate(out)` or
+  /// `allocate_one`. Throws `Error{kInvalidArgument}` for `n < 0`.
+  [[nodiscard]] std::vector<BlockId> allocate(std::int32_t n) {
     check_arg(n >= 0, ErrorCode::kInvalidArgument, "n", n, "must be >=", 0);
-    if (n > num_available_blocks()) return {};
-    const std::span<BlockId> out(scratch_.data(), static_cast<std::size_t>(n));
+    std::vector<BlockId> out;
+    if (n == 0 || n > num_available_blocks()) return out;
+    out.resize(static_cast<std::size_t>(n));  // before anything changes: may throw bad_alloc
     for (BlockId& b : out) b = take_one();
     return out;
   }
 
-  /// Allocates `out.size()` blocks into `out`, all or nothing; false (and `out` untouched) when
-  /// not enough blocks are available. O(out.size()).
+  /// Allocates `out.size()` blocks into `out` (caller-owned storage, no heap allocation), all
+  /// or nothing; false (and `out` untouched) when not enough blocks are available.
+  /// O(out.size()).
   [[nodiscard]] bool allocate(std::span<BlockId> out) {
     if (out.size() > static_cast<std::size_t>(num_available_blocks())) return false;
     for (BlockId& b : out) b = take_one();
@@ -200,19 +239,32 @@ class BlockAllocator {
 
   /// Adds an owner to block `b`: increments the refcount of an in-use block, or revives an
   /// evictable cached block (removed from the LRU list, refcount 1, contents intact). O(1).
-  /// Throws `Error{kInvalidState}` for a free block, `Error{kOutOfRange}` for a bad id.
+  /// Throws `Error{kInvalidState}` for a free block, `Error{kOutOfRange}` for a bad id or a
+  /// block that already has `kMaxRefCount` owners.
   void retain(BlockId b) {
     check_id(b, "block");
     check_not_free(b, "retain");
+    if (ref_count_[idx(b)] == kMaxRefCount) [[unlikely]] {
+      throw_ref_limit(b);
+    }
     retain_unchecked(b);
   }
 
-  /// `retain` on every block (a fork shares all of a parent's blocks). All or nothing: validates
-  /// every id before changing anything. O(blocks.size()).
+  /// `retain` on every block (a fork shares all of a parent's blocks); a block listed k times
+  /// gains k owners. All or nothing: validates every id, and that no refcount would pass
+  /// `kMaxRefCount`, before changing anything. O(blocks.size()).
   void retain(std::span<const BlockId> blocks) {
+    // No refcount can pass the limit if none is above `room`: one compare per block, and the
+    // exact count of duplicates only near the limit.
+    const std::int64_t room = kMaxRefCount - static_cast<std::int64_t>(blocks.size());
+    bool near_limit = false;
     for (BlockId b : blocks) {
       check_id(b, "block");
       check_not_free(b, "retain");
+      near_limit |= ref_count_[idx(b)] > room;
+    }
+    if (near_limit) [[unlikely]] {
+      validate_retain(blocks);
     }
     for (BlockId b : blocks) retain_unchecked(b);
   }
@@ -336,7 +388,7 @@ class BlockAllocator {
     }
   }
   // Throws unless block b has at least `owners` owners.
-  void check_owned(BlockId b, std::int32_t owners) const {
+  void check_owned(BlockId b, std::int64_t owners) const {
     if (ref_count_[idx(b)] < owners) [[unlikely]] {
       throw_not_owned(b, owners);
     }
@@ -351,7 +403,14 @@ class BlockAllocator {
     detail::throw_error(ErrorCode::kInvalidState,
                         std::string(op) + ": block " + std::to_string(b) + " is free");
   }
-  [[noreturn]] void throw_not_owned(BlockId b, std::int32_t owners) const {
+  [[noreturn]] void throw_ref_limit(BlockId b) const {
+    detail::throw_error(
+        ErrorCode::kOutOfRange,
+        "retain: block " + std::to_string(b) + " has refcount " +
+            std::to_string(ref_count_[idx(b)]) +
+            ", one more owner would pass kMaxRefCount = " + std::to_string(kMaxRefCount));
+  }
+  [[noreturn]] void throw_not_owned(BlockId b, std::int64_t owners) const {
     detail::throw_error(ErrorCode::kInvalidState,
                         "block " + std::to_string(b) + " has refcount " +
                             std::to_string(ref_count_[idx(b)]) + " (" +
@@ -359,18 +418,32 @@ class BlockAllocator {
                             "), cannot drop " + std::to_string(owners) + " owner(s)");
   }
 
-  // Counts each id's occurrences in `pending_` and checks them against the refcounts, then
-  // resets the scratch, so a batch with duplicates is validated exactly.
-  void validate_release(std::span<const BlockId> blocks) {
-    for (BlockId b : blocks) check_id(b, "block");
+  // Counts each id's occurrences in `pending_` (stopping at the first that `room_of` would not
+  // allow, so the count never overflows), then resets the scratch: a batch with duplicates is
+  // validated exactly. Returns the first block over its limit.
+  template <class RoomOf>
+  std::optional<BlockId> first_over(std::span<const BlockId> blocks, RoomOf room_of) {
     std::optional<BlockId> bad;
     for (BlockId b : blocks) {
-      if (++pending_[idx(b)] > ref_count_[idx(b)] && !bad) bad = b;
+      std::int32_t& seen = pending_[idx(b)];
+      if (seen < room_of(b)) {
+        ++seen;
+      } else if (!bad) {
+        bad = b;
+      }
     }
-    std::int32_t wanted = 0;
-    if (bad) wanted = pending_[idx(*bad)];
     for (BlockId b : blocks) pending_[idx(b)] = 0;
-    if (bad) check_owned(*bad, wanted);
+    return bad;
+  }
+  void validate_release(std::span<const BlockId> blocks) {
+    for (BlockId b : blocks) check_id(b, "block");
+    const auto bad = first_over(blocks, [this](BlockId b) { return ref_count_[idx(b)]; });
+    if (bad) check_owned(*bad, std::int64_t{ref_count_[idx(*bad)]} + 1);
+  }
+  void validate_retain(std::span<const BlockId> blocks) {
+    const auto bad =
+        first_over(blocks, [this](BlockId b) { return kMaxRefCount - ref_count_[idx(b)]; });
+    if (bad) throw_ref_limit(*bad);
   }
 
   void push_free(BlockId b) noexcept {

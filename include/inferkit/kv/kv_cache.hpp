@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <inferkit/core/config.hpp>
 #include <inferkit/core/error.hpp>
+#include <inferkit/kv/detail/span_overlap.hpp>
 #include <initializer_list>
 #include <limits>
 #include <span>
@@ -102,7 +103,9 @@ class KVCache {
   }
 
   /// Appends `n` tokens (a prefill chunk, or 1 for decode) to `layer`. `k_chunk` and `v_chunk`
-  /// have layout `[n][num_kv_heads][head_dim]`. O(n * num_kv_heads * head_dim).
+  /// have layout `[n][num_kv_heads][head_dim]`; they may be views of this cache (`k_head`,
+  /// `layer_view`): they are read as they were before the call (copied first, the only case
+  /// that allocates). O(n * num_kv_heads * head_dim).
   /// Throws, leaving the cache unchanged: `Error{kOutOfRange}` for a bad layer or when
   /// `length(layer) + n > capacity_tokens()` (the message names the layer, length and capacity);
   /// `Error{kInvalidArgument}` for `n < 0` or a chunk whose size is not `n * token_elems()`.
@@ -110,19 +113,20 @@ class KVCache {
               std::int32_t n) {
     check_layer(layer);
     check_arg(n >= 0, ErrorCode::kInvalidArgument, "n", n, "must be >=", 0);
-    const std::int64_t expected = std::int64_t{n} * token_elems();
-    check_arg(static_cast<std::int64_t>(k_chunk.size()) == expected, ErrorCode::kInvalidArgument,
-              "k_chunk.size()", k_chunk.size(),
-              "must equal n * num_kv_heads * head_dim =", expected);
-    check_arg(static_cast<std::int64_t>(v_chunk.size()) == expected, ErrorCode::kInvalidArgument,
-              "v_chunk.size()", v_chunk.size(),
-              "must equal n * num_kv_heads * head_dim =", expected);
+    check_chunk("k_chunk.size()", k_chunk.size(), n);
+    check_chunk("v_chunk.size()", v_chunk.size(), n);
     const std::int32_t len = length_[static_cast<std::size_t>(layer)];
     if (std::int64_t{len} + n > capacity_tokens_) {
       detail::throw_error(ErrorCode::kOutOfRange,
                           "append of n = " + std::to_string(n) + " tokens to layer " +
                               std::to_string(layer) + " with length " + std::to_string(len) +
                               " exceeds capacity_tokens = " + std::to_string(capacity_tokens_));
+    }
+    if (aliases_storage(k_chunk) || aliases_storage(v_chunk)) [[unlikely]] {
+      const std::vector<T> k_copy(k_chunk.begin(), k_chunk.end());
+      const std::vector<T> v_copy(v_chunk.begin(), v_chunk.end());
+      append(layer, k_copy, v_copy, n);
+      return;
     }
     const auto dim = static_cast<std::size_t>(head_dim_);
     for (std::int32_t t = 0; t < n; ++t) {
@@ -152,17 +156,20 @@ class KVCache {
   /// Copies the first `n` positions of `layer` into token-major `[n][num_kv_heads][head_dim]`
   /// buffers (the layout `reference_attention` takes). Throws `Error{kOutOfRange}` for a bad layer
   /// or `n` outside `[0, length(layer)]`, `Error{kInvalidArgument}` for an output of the wrong
-  /// size; nothing is written then.
+  /// size or one that overlaps this cache's storage; nothing is written then.
   void gather(std::int32_t layer, std::int32_t n, std::span<T> k_out, std::span<T> v_out) const {
     check_layer(layer);
     const std::int32_t len = length_[static_cast<std::size_t>(layer)];
     check_arg(n >= 0 && n <= len, ErrorCode::kOutOfRange, "n", n,
               "must be in [0, length(layer)], length =", len);
-    const std::int64_t expected = std::int64_t{n} * token_elems();
-    check_arg(static_cast<std::int64_t>(k_out.size()) == expected, ErrorCode::kInvalidArgument,
-              "k_out.size()", k_out.size(), "must equal n * num_kv_heads * head_dim =", expected);
-    check_arg(static_cast<std::int64_t>(v_out.size()) == expected, ErrorCode::kInvalidArgument,
-              "v_out.size()", v_out.size(), "must equal n * num_kv_heads * head_dim =", expected);
+    check_chunk("k_out.size()", k_out.size(), n);
+    check_chunk("v_out.size()", v_out.size(), n);
+    if (aliases_storage(std::span<const T>(k_out)) || aliases_storage(std::span<const T>(v_out)))
+        [[unlikely]] {
+      detail::throw_error(ErrorCode::kInvalidArgument,
+                          "gather: k_out or v_out overlaps this cache's storage; gather into a "
+                          "separate buffer");
+    }
     const auto dim = static_cast<std::size_t>(head_dim_);
     for (std::int32_t t = 0; t < n; ++t) {
       for (std::int32_t h = 0; h < num_kv_heads_; ++h) {
@@ -213,6 +220,22 @@ class KVCache {
   void check_layer(std::int32_t layer) const {
     check_arg(layer >= 0 && layer < num_layers_, ErrorCode::kOutOfRange, "layer", layer,
               "must be in [0, num_layers), num_layers =", num_layers_);
+  }
+
+  // size == n * token_elems(), checked by division so that no product overflows.
+  void check_chunk(const char* name, std::size_t size, std::int32_t n) const {
+    const auto row = static_cast<std::size_t>(token_elems());
+    if (size % row != 0 || size / row != static_cast<std::size_t>(n)) [[unlikely]] {
+      detail::throw_error(
+          ErrorCode::kInvalidArgument,
+          std::string(name) + " = " + std::to_string(size) +
+              " must equal n * num_kv_heads * head_dim with n = " + std::to_string(n) +
+              " and num_kv_heads * head_dim = " + std::to_string(row));
+    }
+  }
+  [[nodiscard]] bool aliases_storage(std::span<const T> x) const noexcept {
+    return detail::overlaps(x, std::span<const T>(k_)) ||
+           detail::overlaps(x, std::span<const T>(v_));
   }
 
   [[nodiscard]] std::size_t element_index(std::int32_t layer, std::int32_t head,

@@ -11,6 +11,7 @@
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
 #include <inferkit/kv/detail/element_convert.hpp>
+#include <inferkit/kv/detail/span_overlap.hpp>
 #include <inferkit/kv/detail/stream_copy.hpp>
 #include <inferkit/kv/kv_quantization.hpp>
 #include <inferkit/kv/paged_kv_view.hpp>
@@ -148,22 +149,36 @@ class PagedKVCache {
   /// Writes the K and V of `slot_mapping.size()` new tokens of layer `layer`, quantizing or
   /// converting from float. `k`, `v`: `[num_tokens][num_kv_heads][head_dim]` floats; token `i`
   /// goes to slot `slot_mapping[i]` (`BlockTable::append_tokens` gives them); slot -1 skips a
-  /// padding token. Validates everything before writing. O(num_tokens * heads * head_dim).
+  /// padding token. `k` and `v` may be views of this cache's own storage: they are read as they
+  /// were before the call (copied first, the only case that allocates). Validates everything
+  /// before writing. O(num_tokens * heads * head_dim).
   /// Throws `Error{kOutOfRange}` for a bad layer or slot, `Error{kInvalidArgument}` for sizes.
   void append(std::int32_t layer, std::span<const std::int64_t> slot_mapping,
               std::span<const float> k, std::span<const float> v) {
     check_append(layer, slot_mapping, k.size(), v.size());
+    if (aliases_storage(k) || aliases_storage(v)) [[unlikely]] {
+      const std::vector<float> k_copy(k.begin(), k.end());
+      const std::vector<float> v_copy(v.begin(), v.end());
+      append(layer, slot_mapping, k_copy, v_copy);
+      return;
+    }
     write_tokens(layer, slot_mapping, k, k_, k_scale_, k_zero_);
     write_tokens(layer, slot_mapping, v, v_, v_scale_, v_zero_);
     detail::stream_fence();
   }
 
   /// `append` for unquantized storage from elements already of type `T` (a straight copy per
-  /// token and head, the decode-step fast path).
+  /// token and head, the decode-step fast path). `k` and `v` may be views of this cache too.
   void append_elements(std::int32_t layer, std::span<const std::int64_t> slot_mapping,
                        std::span<const T> k,
                        std::span<const T> v) requires(kScheme == KVQuantization::kNone) {
     check_append(layer, slot_mapping, k.size(), v.size());
+    if (aliases_storage(k) || aliases_storage(v)) [[unlikely]] {
+      const Storage k_copy(k.begin(), k.end());
+      const Storage v_copy(v.begin(), v.end());
+      append_elements(layer, slot_mapping, k_copy, v_copy);
+      return;
+    }
     copy_tokens(layer, slot_mapping, k, k_);
     copy_tokens(layer, slot_mapping, v, v_);
     detail::stream_fence();
@@ -172,19 +187,24 @@ class PagedKVCache {
   /// Reads the first `num_tokens` tokens held by `blocks` (logical order) of layer `layer` into
   /// `k_out`, `v_out`: `[num_tokens][num_kv_heads][head_dim]` floats, dequantized.
   /// Throws `Error{kOutOfRange}` for a bad layer/block or `num_tokens > blocks * block_size`,
-  /// `Error{kInvalidArgument}` for output sizes.
+  /// `Error{kInvalidArgument}` for output sizes or an output that overlaps this cache's storage.
   void gather(std::int32_t layer, std::span<const BlockId> blocks, std::int64_t num_tokens,
               std::span<float> k_out, std::span<float> v_out) const {
     check_layer(layer);
-    const std::int64_t capacity = static_cast<std::int64_t>(blocks.size()) * shape_.block_size;
-    check_arg(num_tokens >= 0 && num_tokens <= capacity, ErrorCode::kOutOfRange, "num_tokens",
-              num_tokens, "must be in [0, blocks * block_size] =", capacity);
+    // num_tokens <= blocks * block_size, compared without multiplying (a span may be huge).
+    const auto whole = static_cast<std::uint64_t>(num_tokens / shape_.block_size);
+    const std::uint64_t pages = whole + (num_tokens % shape_.block_size != 0 ? 1 : 0);
+    check_arg(num_tokens >= 0 && pages <= blocks.size(), ErrorCode::kOutOfRange, "num_tokens",
+              num_tokens, "must be in [0, blocks * block_size] with blocks =", blocks.size());
     for (BlockId b : blocks) check_block(b, "blocks[i]");
-    const std::int64_t want = num_tokens * shape_.num_kv_heads * shape_.head_dim;
-    check_arg(static_cast<std::int64_t>(k_out.size()) == want &&
-                  static_cast<std::int64_t>(v_out.size()) == want,
-              ErrorCode::kInvalidArgument, "k_out.size()", k_out.size(),
-              "must equal num_tokens * num_kv_heads * head_dim =", want);
+    check_token_rows("k_out.size()", k_out.size(), static_cast<std::uint64_t>(num_tokens));
+    check_token_rows("v_out.size()", v_out.size(), static_cast<std::uint64_t>(num_tokens));
+    if (aliases_storage(std::span<const float>(k_out)) ||
+        aliases_storage(std::span<const float>(v_out))) [[unlikely]] {
+      detail::throw_error(ErrorCode::kInvalidArgument,
+                          "gather: k_out or v_out overlaps this cache's storage; gather into a "
+                          "separate buffer");
+    }
     read_tokens(layer, blocks, num_tokens, k_, k_scale_, k_zero_, k_out);
     read_tokens(layer, blocks, num_tokens, v_, v_scale_, v_zero_, v_out);
   }
@@ -199,10 +219,28 @@ class PagedKVCache {
   /// and V, with their quantization metadata (copy-on-write; see `BlockTable::append_tokens`).
   /// Throws `Error{kOutOfRange}` for bad ids or `num_slots` outside [0, block_size].
   void copy_block(BlockId src, BlockId dst, std::int32_t num_slots) {
+    check_copy(src, dst, num_slots);
+    copy_block_unchecked(src, dst, num_slots);
+  }
+
+  /// Runs every copy of a step (vLLM's `blocks_to_copy`), in order. All or nothing: validates
+  /// the whole list before copying anything. Throws what `copy_block` throws.
+  void copy_blocks(std::span<const BlockCopy> copies) {
+    for (const BlockCopy& c : copies) check_copy(c.src, c.dst, c.num_slots);
+    for (const BlockCopy& c : copies) copy_block_unchecked(c.src, c.dst, c.num_slots);
+  }
+
+ private:
+  static std::size_t idx(std::int64_t i) noexcept { return static_cast<std::size_t>(i); }
+
+  void check_copy(BlockId src, BlockId dst, std::int32_t num_slots) const {
     check_block(src, "src");
     check_block(dst, "dst");
     check_arg(num_slots >= 0 && num_slots <= shape_.block_size, ErrorCode::kOutOfRange, "num_slots",
               num_slots, "must be in [0, block_size] =", shape_.block_size);
+  }
+
+  void copy_block_unchecked(BlockId src, BlockId dst, std::int32_t num_slots) {
     if (src == dst) return;
     const PagedKVView<T> geometry = empty_view<T>();
     const auto n = static_cast<std::size_t>(num_slots * token_stride_);
@@ -235,16 +273,8 @@ class PagedKVCache {
     }
   }
 
-  /// Runs every copy of a step (vLLM's `blocks_to_copy`), in order.
-  void copy_blocks(std::span<const BlockCopy> copies) {
-    for (const BlockCopy& c : copies) copy_block(c.src, c.dst, c.num_slots);
-  }
-
- private:
-  static std::size_t idx(std::int64_t i) noexcept { return static_cast<std::size_t>(i); }
-
   template <class U>
-  [[nodiscard]] [[nodiscard]] PagedKVView<U> empty_view() const noexcept {
+  [[nodiscard]] PagedKVView<U> empty_view() const noexcept {
     PagedKVView<U> v;
     v.num_blocks = shape_.num_blocks;
     v.num_kv_heads = shape_.num_kv_heads;
@@ -273,15 +303,33 @@ class PagedKVCache {
     check_arg(b >= 0 && b < shape_.num_blocks, ErrorCode::kOutOfRange, name, b,
               "must be in [0, num_blocks) with num_blocks =", shape_.num_blocks);
   }
+  // size == tokens * num_kv_heads * head_dim, checked by division so that no product overflows.
+  void check_token_rows(const char* name, std::size_t size, std::uint64_t tokens) const {
+    const auto row =
+        static_cast<std::uint64_t>(std::int64_t{shape_.num_kv_heads} * shape_.head_dim);
+    if (size % row != 0 || size / row != tokens) [[unlikely]] {
+      detail::throw_error(
+          ErrorCode::kInvalidArgument,
+          std::string(name) + " = " + std::to_string(size) +
+              " must equal num_tokens * num_kv_heads * head_dim with num_tokens = " +
+              std::to_string(tokens) + " and num_kv_heads * head_dim = " + std::to_string(row));
+    }
+  }
+  // Whether a span passed in overlaps this cache's storage (a view of it handed back).
+  template <class U>
+  [[nodiscard]] bool aliases_storage(std::span<const U> x) const noexcept {
+    bool hit =
+        detail::overlaps(x, std::span<const T>(k_)) || detail::overlaps(x, std::span<const T>(v_));
+    for (const std::vector<float>* meta : {&k_scale_, &v_scale_, &k_zero_, &v_zero_}) {
+      hit = hit || detail::overlaps(x, std::span<const float>(*meta));
+    }
+    return hit;
+  }
   void check_append(std::int32_t layer, std::span<const std::int64_t> slots, std::size_t k_size,
                     std::size_t v_size) const {
     check_layer(layer);
-    const std::int64_t want =
-        static_cast<std::int64_t>(slots.size()) * shape_.num_kv_heads * shape_.head_dim;
-    check_arg(static_cast<std::int64_t>(k_size) == want, ErrorCode::kInvalidArgument, "k.size()",
-              k_size, "must equal num_tokens * num_kv_heads * head_dim =", want);
-    check_arg(static_cast<std::int64_t>(v_size) == want, ErrorCode::kInvalidArgument, "v.size()",
-              v_size, "must equal num_tokens * num_kv_heads * head_dim =", want);
+    check_token_rows("k.size()", k_size, slots.size());
+    check_token_rows("v.size()", v_size, slots.size());
     const std::int64_t limit = num_slots();
     for (std::int64_t s : slots) {
       check_arg(s >= -1 && s < limit, ErrorCode::kOutOfRange, "slot", s,

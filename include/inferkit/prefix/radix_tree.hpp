@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // RadixTree: the prefix cache (SGLang's RadixAttention, vLLM's automatic prefix caching) over the
-// BlockAllocator's KV blocks. The scheduler calls `match` when it admits a request (reuse the
-// cached prefix's blocks instead of recomputing them), `lock`/`unlock` around the request's run,
-// and `insert` after prefill or at finish, so later requests sharing the prefix skip its prefill.
+// BlockAllocator's KV blocks. The scheduler calls `match_and_lock` when it admits a request (reuse
+// the cached prefix's blocks instead of recomputing them), `unlock` when the request ends, and
+// `insert` after prefill or at finish, so later requests sharing the prefix skip its prefill.
 #pragma once
 
 #include <algorithm>
@@ -39,14 +39,18 @@ struct RadixTreeOptions {
   double protected_fraction = 0.8;
 };
 
-/// Names a matched path for `lock`/`unlock`. Stays valid while its node is in the tree (a locked
-/// node always is); a handle whose node was evicted is rejected.
+/// Names a matched path for `lock`/`unlock` in the tree that issued it. Valid while that path is
+/// whole (a locked path always is): once its node is evicted or loses any page (to `evict`, to
+/// room for an `insert`, or to the allocator reusing a block) the handle is stale and rejected,
+/// so a lock never covers fewer blocks than the match returned. A handle from another tree, or
+/// a default-constructed one, is rejected too. `RadixTree::is_valid` tells without throwing.
 struct PrefixHandle {
-  std::int32_t node = 0;  ///< 0: the root (an empty match; lock/unlock are no-ops on it)
+  std::int32_t node = 0;  ///< 0: the root (an empty match; its locks hold no block)
   std::uint32_t generation = 0;
+  std::uint64_t tree = 0;  ///< the issuing tree's id; 0 names no tree
 };
 
-/// The result of `RadixTree::match`.
+/// The result of `RadixTree::match` and `RadixTree::match_and_lock`.
 struct PrefixMatch {
   std::int64_t num_tokens = 0;  ///< cached prefix length, a multiple of block_size
   std::vector<BlockId> blocks;  ///< its KV blocks, one per block_size tokens, head first
@@ -115,13 +119,20 @@ struct PrefixCacheStats {
 ///   uncached at the start of the tree's next public call (the callback may not mutate the
 ///   allocator); until then they stay evictable and the allocator may reuse them first.
 ///
-/// One tree per allocator (it installs the allocator's eviction callback); the allocator must
-/// outlive the tree. Not copyable or movable. Not thread-safe.
+/// **Sharing a match.** `match` takes no reference: the next allocation may reuse any matched
+/// block. Use `match_and_lock`, whose blocks are the locked ones, or `lock` the handle before
+/// anything allocates (`lock` rejects a handle whose path lost a block since).
+///
+/// One tree per allocator: it installs the allocator's eviction callback, and the allocator
+/// refuses a second one while it is installed. The allocator must outlive the tree. Not
+/// copyable or movable. Not thread-safe. A throwing call changes nothing, the deferred uncache
+/// included: every call validates before it flushes.
 class RadixTree {
   static constexpr std::int32_t kRoot = 0;
   static constexpr std::int32_t kPendingUncache = -2;  // owner_ of a dropped, still-marked block
 
   BlockAllocator& allocator_;
+  std::uint64_t id_ = detail::next_radix_tree_id();
   std::int32_t block_size_ = 1;
   std::int64_t capacity_blocks_ = 0;
   std::int64_t protected_cap_blocks_ = 0;
@@ -141,7 +152,9 @@ class RadixTree {
 
  public:
   /// A tree caching blocks of `allocator`, installing its eviction callback. Throws
-  /// `Error{kInvalidArgument}` for a negative limit or a protected_fraction outside [0, 1].
+  /// `Error{kInvalidArgument}` for a negative limit or a protected_fraction outside [0, 1],
+  /// `Error{kInvalidState}` when the allocator already has an eviction callback (another tree's,
+  /// or the user's).
   explicit RadixTree(BlockAllocator& allocator, const RadixTreeOptions& options = {})
       : allocator_(allocator), block_size_(allocator.block_size()), policy_(options.policy) {
     std::int64_t cap = allocator.num_blocks();
@@ -171,7 +184,7 @@ class RadixTree {
     pending_.reserve(n);  // the callback must not allocate: every buffer it touches is sized
     stack_.reserve(n + 1);
     free_nodes_.reserve(n + 1);  // live nodes <= cached blocks + 1
-    allocator_.set_eviction_callback([this](BlockId b) { on_allocator_evicted(b); });
+    allocator_.set_eviction_callback([this](BlockId b) { on_allocator_evicted(b); }, this);
   }
 
   RadixTree(const RadixTree&) = delete;
@@ -181,11 +194,12 @@ class RadixTree {
   /// removes the eviction callback, so the allocator is as if the tree had never cached.
   ~RadixTree() {
     try {
-      allocator_.set_eviction_callback({});
+      allocator_.set_eviction_callback({}, this);
       flush_pending();
       for (detail::RadixNode& node : nodes_) {
         if (!node.live) continue;
-        for (std::int32_t i = 0; i < node.lock_count; ++i) allocator_.free(node.blocks);
+        if (node.blocks.empty()) continue;  // the root
+        for (std::int64_t i = 0; i < node.lock_count; ++i) allocator_.free(node.blocks);
         for (BlockId b : node.blocks) allocator_.uncache(b);
       }
     } catch (...) {  // only a broken invariant can throw here; a destructor must not
@@ -215,35 +229,36 @@ class RadixTree {
   void reset_stats() noexcept { stats_ = {}; }
 
   /// The longest cached prefix of `tokens` in whole pages, its blocks and a handle to lock it.
+  /// Takes no reference: the next allocation may reuse any of these blocks, so a caller that
+  /// will share them (`BlockTable::append_shared_blocks`) uses `match_and_lock`, or calls
+  /// `lock(handle)` before anything allocates (it throws if the path lost a block meanwhile).
   /// Marks the path most recently used (and, under kSegmentedLru, protected). May split a node
   /// where the match ends. A scheduler that needs the last prompt token's logits matches
   /// `tokens.first(size - 1)`. O(matched tokens + path length).
   [[nodiscard]] PrefixMatch match(std::span<const TokenId> tokens) {
-    flush_pending();
-    const Walk w = walk(tokens);
-    std::int32_t end = w.node;
-    if (w.pages_in_node < node(end).num_pages()) end = split(end, w.pages_in_node);
-    PrefixMatch result;
-    result.num_tokens = w.pages * block_size_;
-    result.blocks.resize(static_cast<std::size_t>(w.pages));
-    auto out = result.blocks.end();
-    for (std::int32_t x = end; x != kRoot; x = node(x).parent) {
-      const std::vector<BlockId>& blocks = node(x).blocks;
-      out = std::copy_backward(blocks.begin(), blocks.end(), out);
-    }
-    result.handle = {end, node(end).generation};
-    if (w.pages > 0) touch_path(end, /*promote=*/true);
-    ++stats_.queries;
-    stats_.queried_tokens += static_cast<std::int64_t>(tokens.size());
-    stats_.hit_queries += w.pages > 0 ? 1 : 0;
-    stats_.hit_tokens += result.num_tokens;
-    ++stats_.match_length_tokens[histogram_bucket(result.num_tokens)];
-    return result;
+    return match_impl(tokens, /*lock=*/false);
+  }
+
+  /// `match`, then `lock` of its handle in the same call: nothing can reclaim the matched blocks
+  /// in between, so `blocks` are exactly the blocks the lock holds. Call `unlock(handle)` once
+  /// done with them (also after an empty match, whose lock holds no block).
+  /// Throws `Error{kOutOfRange}`, changing nothing, if a block of the path already has
+  /// `BlockAllocator::kMaxRefCount` owners. O(matched tokens + path length).
+  [[nodiscard]] PrefixMatch match_and_lock(std::span<const TokenId> tokens) {
+    return match_impl(tokens, /*lock=*/true);
+  }
+
+  /// Whether `handle` was issued by this tree and still names its whole path (what `lock` and
+  /// `unlock` accept). O(1).
+  [[nodiscard]] bool is_valid(PrefixHandle handle) const noexcept {
+    return handle.tree == id_ && handle.node >= 0 && idx(handle.node) < nodes_.size() &&
+           node(handle.node).live && node(handle.node).generation == handle.generation;
   }
 
   /// Caches `tokens` (a prompt after prefill, or a finished sequence) with the caller's KV
   /// `blocks`, one per page in order; a trailing partial page is never cached, and its block may
-  /// be passed or omitted (`blocks.size()` is `tokens.size() / block_size` or the ceiling).
+  /// be passed or omitted (`blocks.size()` is `tokens.size() / block_size` or the ceiling) and
+  /// is validated like the others.
   /// The already-cached prefix is kept as is; the new pages are adopted (`mark_cached`) unless
   /// capacity runs out: then least recently used unlocked leaves are evicted first, and if still
   /// short only what fits is cached. The caller keeps its own references either way.
@@ -251,10 +266,9 @@ class RadixTree {
   /// no owner (refcount 0), a block listed twice, or a block the tree already caches at another
   /// position; `Error{kOutOfRange}` for a bad block id. O(tokens + path length + evicted).
   PrefixInsert insert(std::span<const TokenId> tokens, std::span<const BlockId> blocks) {
-    flush_pending();
-    const auto full_pages = static_cast<std::int64_t>(tokens.size()) / block_size_;
-    const std::int64_t all_pages =
-        (static_cast<std::int64_t>(tokens.size()) + block_size_ - 1) / block_size_;
+    const auto num_tokens = static_cast<std::int64_t>(tokens.size());
+    const std::int64_t full_pages = num_tokens / block_size_;
+    const std::int64_t all_pages = full_pages + (num_tokens % block_size_ != 0 ? 1 : 0);
     const auto given = static_cast<std::int64_t>(blocks.size());
     if (given != full_pages && given != all_pages) {
       detail::throw_error(
@@ -265,19 +279,21 @@ class RadixTree {
               " (tokens.size() = " + std::to_string(tokens.size()) +
               ", block_size = " + std::to_string(block_size_) + ")");
     }
+    validate_owned_unique(blocks);
     const std::span<const BlockId> pages = blocks.first(static_cast<std::size_t>(full_pages));
-    validate_owned_unique(pages);
     const Walk w = walk(tokens);
     const std::vector<BlockId> cached = path_blocks(w);
     for (std::size_t i = 0; i < pages.size(); ++i) {
       const bool same = i < cached.size() && pages[i] == cached[i];
-      if (!same && owner_[idx(pages[i])] != detail::kNoNode) {
+      // A node's block (a dropped one pending uncache is no longer cached by the tree).
+      if (!same && owner_[idx(pages[i])] >= 0) {
         detail::throw_error(ErrorCode::kInvalidArgument,
                             "insert: blocks[" + std::to_string(i) + "] = " +
                                 std::to_string(pages[i]) + " is already cached for another prefix");
       }
     }
     // Validated: from here on nothing throws but allocation failure.
+    flush_pending();
     PrefixInsert result;
     result.matched_tokens = w.pages * block_size_;
     for (std::size_t i = 0; i < cached.size(); ++i) {
@@ -303,29 +319,28 @@ class RadixTree {
 
   /// Locks the path of `handle` (from `match`): retains each of its blocks once in the
   /// allocator, so no block of it is evicted or reused until the matching `unlock`. Locks nest.
-  /// O(path blocks). Throws `Error{kInvalidArgument}` for a stale or invalid handle.
+  /// O(path blocks). Throws, changing nothing: `Error{kInvalidArgument}` for a stale handle
+  /// (its path lost a block since the match) or one from another tree, `Error{kOutOfRange}` if
+  /// a block of the path already has `BlockAllocator::kMaxRefCount` owners.
   void lock(PrefixHandle handle) {
-    flush_pending();
     check_handle(handle, "lock");
-    for (std::int32_t x = handle.node; x != kRoot; x = node(x).parent) {
-      detail::RadixNode& n = node(x);
-      allocator_.retain(std::span<const BlockId>(n.blocks));
-      if (n.lock_count++ == 0 && n.listed) list_of(n).unlink(nodes_, x);
-    }
-    ++node(handle.node).own_locks;
+    check_lockable(handle.node, node(handle.node).num_pages(), "lock");
+    flush_pending();
+    lock_path(handle.node);
   }
 
-  /// Undoes one `lock(handle)`: frees its block references (tail first) and makes the path
-  /// evictable again once no lock holds it. O(path blocks). Throws `Error{kInvalidArgument}`
-  /// for a stale handle, `Error{kInvalidState}` when `handle` holds no lock (unchanged).
+  /// Undoes one `lock(handle)` (or `match_and_lock`): frees its block references (tail first)
+  /// and makes the path evictable again once no lock holds it. O(path blocks). Throws, changing
+  /// nothing: `Error{kInvalidArgument}` for a stale or foreign handle, `Error{kInvalidState}`
+  /// when `handle` holds no lock.
   void unlock(PrefixHandle handle) {
-    flush_pending();
     check_handle(handle, "unlock");
     if (node(handle.node).own_locks <= 0) {
       detail::throw_error(ErrorCode::kInvalidState,
                           "unlock: handle of node " + std::to_string(handle.node) +
                               " holds no lock (unlock without a matching lock)");
     }
+    flush_pending();
     --node(handle.node).own_locks;
     for (std::int32_t x = handle.node; x != kRoot; x = node(x).parent) {
       detail::RadixNode& n = node(x);
@@ -376,87 +391,20 @@ class RadixTree {
     return std::min(width, kMatchHistogramBuckets - 1);
   }
 
-  std::int32_t find_child(std::int32_t parent, std::span<const TokenId> first_page) const {
-    const auto [lo, hi] = child_index_.equal_range(detail::page_key(parent, first_page));
-    for (auto it = lo; it != hi; ++it) {
-      const detail::RadixNode& c = node(it->second);
-      if (c.parent == parent &&
-          std::equal(first_page.begin(), first_page.end(), c.tokens.begin())) {
-        return it->second;
-      }
-    }
-    return detail::kNoNode;
-  }
-
+  std::int32_t find_child(std::int32_t parent, std::span<const TokenId> first_page) const;
   // Longest page-aligned match, read only.
-  Walk walk(std::span<const TokenId> tokens) const {
-    Walk w;
-    const auto total = static_cast<std::int64_t>(tokens.size()) / block_size_;
-    while (w.pages < total) {
-      const std::int32_t child = find_child(w.node, page(tokens, w.pages));
-      if (child == detail::kNoNode) break;
-      const detail::RadixNode& c = node(child);
-      const std::int64_t room = std::min<std::int64_t>(c.num_pages(), total - w.pages);
-      const TokenId* query = tokens.data() + w.pages * block_size_;
-      std::int64_t k = room;  // pages of c matched; the first is known equal
-      if (std::memcmp(c.tokens.data(), query, idx(room * block_size_) * sizeof(TokenId)) != 0) {
-        const auto end = c.tokens.begin() + room * block_size_;
-        const auto diff = std::mismatch(c.tokens.begin(), end, query).first;
-        k = (diff - c.tokens.begin()) / block_size_;
-      }
-      w.node = child;
-      w.pages_in_node = static_cast<std::int32_t>(k);
-      w.pages += k;
-      if (k < c.num_pages()) break;
-    }
-    if (w.node == kRoot) w.pages_in_node = 0;
-    return w;
-  }
-
+  Walk walk(std::span<const TokenId> tokens) const;
   // The blocks of a walk's matched pages, head first.
-  std::vector<BlockId> path_blocks(const Walk& w) const {
-    std::vector<BlockId> out(idx(w.pages));
-    auto it = out.end();
-    std::int32_t keep = w.pages_in_node;
-    for (std::int32_t x = w.node; x != kRoot; x = node(x).parent) {
-      const std::vector<BlockId>& b = node(x).blocks;
-      it = std::copy_backward(b.begin(), b.begin() + keep, it);
-      keep = node(node(x).parent).num_pages();
-    }
-    return out;
-  }
-
-  void validate_owned_unique(std::span<const BlockId> pages) {
-    for (std::size_t i = 0; i < pages.size(); ++i) {
-      if (allocator_.ref_count(pages[i]) < 1) {  // throws kOutOfRange for a bad id
-        detail::throw_error(ErrorCode::kInvalidArgument,
-                            "insert: blocks[" + std::to_string(i) +
-                                "] = " + std::to_string(pages[i]) +
-                                " is owned by nobody (refcount 0); insert blocks a sequence holds");
-      }
-    }
-    std::optional<std::size_t> twice;
-    for (std::size_t i = 0; i < pages.size(); ++i) {
-      if (seen_[idx(pages[i])]++ != 0 && !twice) twice = i;
-    }
-    for (BlockId b : pages) seen_[idx(b)] = 0;
-    if (twice) {
-      detail::throw_error(ErrorCode::kInvalidArgument, "insert: blocks[" + std::to_string(*twice) +
-                                                           "] = " + std::to_string(pages[*twice]) +
-                                                           " is listed twice");
-    }
-  }
-
-  void check_handle(PrefixHandle h, const char* op) const {
-    const bool ok = h.node >= 0 && idx(h.node) < nodes_.size() && node(h.node).live &&
-                    node(h.node).generation == h.generation;
-    if (!ok) {
-      detail::throw_error(ErrorCode::kInvalidArgument,
-                          std::string(op) + ": handle (node " + std::to_string(h.node) +
-                              ", generation " + std::to_string(h.generation) +
-                              ") is stale: its prefix was evicted");
-    }
-  }
+  std::vector<BlockId> path_blocks(const Walk& w) const;
+  // insert's checks: every block owned (refcount >= 1) and listed once.
+  void validate_owned_unique(std::span<const BlockId> blocks);
+  // Throws unless `h` is valid (issued by this tree, path whole).
+  void check_handle(PrefixHandle h, const char* op) const;
+  // Throws unless every block of the path ending after `pages_in_end` pages of node `end` can
+  // take one more reference.
+  void check_lockable(std::int32_t end, std::int32_t pages_in_end, const char* op) const;
+  PrefixMatch match_impl(std::span<const TokenId> tokens, bool lock);
+  void lock_path(std::int32_t end);
 
   std::int32_t new_node() {
     std::int32_t n;
@@ -587,4 +535,5 @@ class RadixTree {
 }  // namespace inferkit
 
 #include <inferkit/prefix/detail/radix_tree_check.hpp>
+#include <inferkit/prefix/detail/radix_tree_lookup.hpp>
 #include <inferkit/prefix/detail/radix_tree_surgery.hpp>

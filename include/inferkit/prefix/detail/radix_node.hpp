@@ -5,6 +5,7 @@
 // prefix/radix_tree.hpp builds the cache from it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <inferkit/core/error.hpp>
 #include <inferkit/core/token_id.hpp>
@@ -12,9 +13,7 @@
 #include <span>
 #include <vector>
 
-namespace inferkit {
-
-namespace detail {
+namespace inferkit::detail {
 
 /// "No node": an empty list link, the root's parent.
 inline constexpr std::int32_t kNoNode = -1;
@@ -33,12 +32,16 @@ struct RadixNode {
   std::vector<std::int32_t> children;  // unordered; child->pos_in_parent indexes it
   std::int32_t parent = kNoNode;
   std::int32_t pos_in_parent = -1;
-  std::int32_t lock_count = 0;  // locks (and internal pins) on paths through this node
-  std::int32_t own_locks = 0;   // locks whose handle is this node
+  // Locks (and internal pins) on paths through this node, and locks whose handle is this node.
+  // int64: each lock holds a reference to every block below, so the refcount limit bounds them
+  // (the root, without blocks, by the number of calls).
+  std::int64_t lock_count = 0;
+  std::int64_t own_locks = 0;
   std::int32_t prev = kNoNode;  // eviction-list links
   std::int32_t next = kNoNode;
-  std::uint32_t generation = 0;  // bumped when the slot is recycled (stale handles)
-  std::uint64_t key = 0;         // child-map key: hash(parent, first page)
+  // Bumped when the slot is recycled or the node loses pages: handles to it are then stale.
+  std::uint32_t generation = 0;
+  std::uint64_t key = 0;  // child-map key: hash(parent, first page)
   bool live = false;
   bool listed = false;  // on an eviction list (unlocked, not the root)
   RadixSegment segment = RadixSegment::kProbation;
@@ -94,6 +97,13 @@ struct RadixNodeList {
   }
 };
 
+/// A process-wide unique id for each RadixTree, so a tree rejects handles from another (ids are
+/// never reused, unlike addresses). Never 0: a default PrefixHandle names no tree.
+inline std::uint64_t next_radix_tree_id() noexcept {
+  static std::atomic<std::uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 /// 64-bit hash of one page of tokens under parent node `parent` (FNV-1a over the token bytes,
 /// then a SplitMix64 finish). Only a bucket key: tokens are always compared exactly.
 inline std::uint64_t page_key(std::int32_t parent, std::span<const TokenId> page) noexcept {
@@ -110,5 +120,4 @@ inline std::uint64_t page_key(std::int32_t parent, std::span<const TokenId> page
   return h;
 }
 
-}  // namespace detail
-}  // namespace inferkit
+}  // namespace inferkit::detail

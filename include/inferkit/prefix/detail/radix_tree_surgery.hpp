@@ -91,6 +91,8 @@ inline std::int64_t RadixTree::evict_blocks(std::int64_t n_blocks, std::int64_t&
       list_of(n).unlink(nodes_, leaf);
       unlink_child(leaf);
       free_node(leaf);
+    } else {
+      ++n.generation;  // its handles would lock fewer pages than their match returned
     }
   }
   counter += freed;
@@ -134,6 +136,8 @@ inline void RadixTree::on_allocator_evicted(BlockId b) noexcept {
     if (n.listed) list_of(n).unlink(nodes_, owner);
     unlink_child(owner);
     free_node(owner);
+  } else {
+    ++n.generation;  // lost pages: its handles are stale
   }
   stats_.reclaimed_blocks += dropped;
 }
