@@ -171,6 +171,55 @@ TEST_CASE("RadixTree: match is page granular and splits nodes exactly", "[prefix
   }
 }
 
+TEST_CASE("RadixTree: prefixes match only inside their cache namespace", "[prefix][radix_tree]") {
+  BlockAllocator a(32, 2);
+  RadixTree tree(a);
+  const std::vector<TokenId> tokens = seq({1, 2, 3, 4, 5, 6});
+  auto s = start(a, tokens, {});
+  REQUIRE(s);
+  CHECK(tree.insert(s->tokens, s->blocks, /*ns=*/7).inserted_tokens == 6);
+  CHECK(tree.match(tokens).num_tokens == 0);  // the default namespace sees nothing
+  CHECK(tree.match(tokens, 8).num_tokens == 0);
+  const inferkit::PrefixMatch m = tree.match(tokens, 7);
+  CHECK(m.num_tokens == 6);
+  CHECK(m.blocks == s->blocks);
+  // The same tokens in another namespace are another prefix, with blocks of its own.
+  auto t = start(a, tokens, {});
+  REQUIRE(t);
+  const inferkit::PrefixInsert other = tree.insert(t->tokens, t->blocks, 8);
+  CHECK(other.matched_tokens == 0);
+  CHECK(other.inserted_tokens == 6);
+  CHECK(tree.match(tokens, 8).blocks == t->blocks);
+  CHECK(tree.match(tokens, 7).blocks == s->blocks);
+  // A split inside one namespace leaves the other untouched.
+  CHECK(tree.match(seq({1, 2, 3, 4, 9, 9}), 7).num_tokens == 4);
+  CHECK(tree.insert(seq({1, 2, 3, 4}),
+                    std::vector<BlockId>(s->blocks.begin(), s->blocks.begin() + 2), 7)
+            .matched_tokens == 4);
+  CHECK(tree.match(tokens, 8).num_tokens == 6);
+  tree.check_consistency();
+  a.free(std::span<const BlockId>(s->blocks));
+  a.free(std::span<const BlockId>(t->blocks));
+}
+
+TEST_CASE("RadixTree: match_length reports the match without its effects", "[prefix][radix_tree]") {
+  BlockAllocator a(32, 2);
+  RadixTree tree(a);
+  Sequence s = cached_sequence(a, tree, seq({1, 2, 3, 4, 5, 6}));
+  const Snapshot before = snapshot(tree, a);
+  const inferkit::PrefixCacheStats stats = tree.stats();
+  const std::vector<TokenId> probe = seq({1, 2, 3, 4, 7, 7});
+  CHECK(tree.match_length(probe) == 4);
+  CHECK(tree.match_length(probe, 3) == 0);
+  CHECK(tree.match_length(seq({1})) == 0);  // less than a page
+  CHECK(snapshot(tree, a) == before);
+  CHECK(tree.num_nodes() == 1);  // no split
+  CHECK(tree.stats().queries == stats.queries);
+  CHECK(tree.match(probe).num_tokens == tree.match_length(probe));
+  CHECK(tree.num_nodes() == 2);  // match itself splits where it ends
+  a.free(std::span<const BlockId>(s.blocks));
+}
+
 TEST_CASE("RadixTree: block size one caches single tokens", "[prefix][radix_tree]") {
   BlockAllocator a(8, 1);
   RadixTree tree(a);

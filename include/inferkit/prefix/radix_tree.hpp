@@ -234,9 +234,18 @@ class RadixTree {
   /// `lock(handle)` before anything allocates (it throws if the path lost a block meanwhile).
   /// Marks the path most recently used (and, under kSegmentedLru, protected). May split a node
   /// where the match ends. A scheduler that needs the last prompt token's logits matches
-  /// `tokens.first(size - 1)`. O(matched tokens + path length).
-  [[nodiscard]] PrefixMatch match(std::span<const TokenId> tokens) {
-    return match_impl(tokens, /*lock=*/false);
+  /// `tokens.first(size - 1)`. Only prefixes inserted in namespace `ns` match.
+  /// O(matched tokens + path length).
+  [[nodiscard]] PrefixMatch match(std::span<const TokenId> tokens, CacheNamespace ns = 0) {
+    return match_impl(tokens, ns, /*lock=*/false);
+  }
+
+  /// The length in tokens `match(tokens, ns)` would return, without its effects: no split, no
+  /// recency update, no statistics (what a cache-aware scheduling policy ranks waiting requests
+  /// by). O(matched tokens + path length).
+  [[nodiscard]] std::int64_t match_length(std::span<const TokenId> tokens,
+                                          CacheNamespace ns = 0) const {
+    return walk(tokens, ns).pages * block_size_;
   }
 
   /// `match`, then `lock` of its handle in the same call: nothing can reclaim the matched blocks
@@ -244,8 +253,8 @@ class RadixTree {
   /// done with them (also after an empty match, whose lock holds no block).
   /// Throws `Error{kOutOfRange}`, changing nothing, if a block of the path already has
   /// `BlockAllocator::kMaxRefCount` owners. O(matched tokens + path length).
-  [[nodiscard]] PrefixMatch match_and_lock(std::span<const TokenId> tokens) {
-    return match_impl(tokens, /*lock=*/true);
+  [[nodiscard]] PrefixMatch match_and_lock(std::span<const TokenId> tokens, CacheNamespace ns = 0) {
+    return match_impl(tokens, ns, /*lock=*/true);
   }
 
   /// Whether `handle` was issued by this tree and still names its whole path (what `lock` and
@@ -264,8 +273,10 @@ class RadixTree {
   /// short only what fits is cached. The caller keeps its own references either way.
   /// Throws `Error{kInvalidArgument}` (changing nothing) for a wrong block count, a block with
   /// no owner (refcount 0), a block listed twice, or a block the tree already caches at another
-  /// position; `Error{kOutOfRange}` for a bad block id. O(tokens + path length + evicted).
-  PrefixInsert insert(std::span<const TokenId> tokens, std::span<const BlockId> blocks) {
+  /// position; `Error{kOutOfRange}` for a bad block id. The prefix is cached in namespace `ns`
+  /// (only matches in `ns` see it). O(tokens + path length + evicted).
+  PrefixInsert insert(std::span<const TokenId> tokens, std::span<const BlockId> blocks,
+                      CacheNamespace ns = 0) {
     const auto num_tokens = static_cast<std::int64_t>(tokens.size());
     const std::int64_t full_pages = num_tokens / block_size_;
     const std::int64_t all_pages = full_pages + (num_tokens % block_size_ != 0 ? 1 : 0);
@@ -281,7 +292,7 @@ class RadixTree {
     }
     validate_owned_unique(blocks);
     const std::span<const BlockId> pages = blocks.first(static_cast<std::size_t>(full_pages));
-    const Walk w = walk(tokens);
+    const Walk w = walk(tokens, ns);
     const std::vector<BlockId> cached = path_blocks(w);
     for (std::size_t i = 0; i < pages.size(); ++i) {
       const bool same = i < cached.size() && pages[i] == cached[i];
@@ -309,7 +320,7 @@ class RadixTree {
     std::int32_t end = w.node;
     if (add > 0) {
       if (w.pages_in_node < node(end).num_pages()) end = split(end, w.pages_in_node);
-      end = add_leaf(end, tokens, pages, w.pages, add);
+      end = add_leaf(end, tokens, pages, w.pages, add, ns);
       result.inserted_tokens = add * block_size_;
       stats_.inserted_tokens += result.inserted_tokens;
     }
@@ -391,9 +402,10 @@ class RadixTree {
     return std::min(width, kMatchHistogramBuckets - 1);
   }
 
-  std::int32_t find_child(std::int32_t parent, std::span<const TokenId> first_page) const;
+  std::int32_t find_child(std::int32_t parent, std::span<const TokenId> first_page,
+                          CacheNamespace ns) const;
   // Longest page-aligned match, read only.
-  Walk walk(std::span<const TokenId> tokens) const;
+  Walk walk(std::span<const TokenId> tokens, CacheNamespace ns) const;
   // The blocks of a walk's matched pages, head first.
   std::vector<BlockId> path_blocks(const Walk& w) const;
   // insert's checks: every block owned (refcount >= 1) and listed once.
@@ -403,7 +415,7 @@ class RadixTree {
   // Throws unless every block of the path ending after `pages_in_end` pages of node `end` can
   // take one more reference.
   void check_lockable(std::int32_t end, std::int32_t pages_in_end, const char* op) const;
-  PrefixMatch match_impl(std::span<const TokenId> tokens, bool lock);
+  PrefixMatch match_impl(std::span<const TokenId> tokens, CacheNamespace ns, bool lock);
   void lock_path(std::int32_t end);
 
   std::int32_t new_node() {
@@ -439,7 +451,8 @@ class RadixTree {
     c.parent = parent;
     c.pos_in_parent = static_cast<std::int32_t>(p.children.size());
     p.children.push_back(child);
-    c.key = detail::page_key(parent, std::span<const TokenId>(c.tokens).first(idx(block_size_)));
+    c.key =
+        detail::page_key(parent, std::span<const TokenId>(c.tokens).first(idx(block_size_)), c.ns);
     child_index_.emplace(c.key, child);
   }
 
@@ -474,9 +487,11 @@ class RadixTree {
 
   // A new leaf under `parent` holding pages [first, first + count) of the sequence.
   std::int32_t add_leaf(std::int32_t parent, std::span<const TokenId> tokens,
-                        std::span<const BlockId> pages, std::int64_t first, std::int64_t count) {
+                        std::span<const BlockId> pages, std::int64_t first, std::int64_t count,
+                        CacheNamespace ns) {
     const std::int32_t c = new_node();
     detail::RadixNode& leaf = node(c);
+    leaf.ns = ns;
     const auto from = tokens.begin() + first * block_size_;
     leaf.tokens.assign(from, from + count * block_size_);
     leaf.blocks.assign(pages.begin() + first, pages.begin() + first + count);

@@ -40,6 +40,7 @@ struct RadixNode {
   std::int32_t prev = kNoNode;  // eviction-list links
   std::int32_t next = kNoNode;
   // Bumped when the slot is recycled or the node loses pages: handles to it are then stale.
+  CacheNamespace ns = 0;  // the prefix-cache partition; a child always has its parent's
   std::uint32_t generation = 0;
   std::uint64_t key = 0;  // child-map key: hash(parent, first page)
   bool live = false;
@@ -104,10 +105,13 @@ inline std::uint64_t next_radix_tree_id() noexcept {
   return last.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-/// 64-bit hash of one page of tokens under parent node `parent` (FNV-1a over the token bytes,
-/// then a SplitMix64 finish). Only a bucket key: tokens are always compared exactly.
-inline std::uint64_t page_key(std::int32_t parent, std::span<const TokenId> page) noexcept {
-  std::uint64_t h = 0xcbf29ce484222325ull ^ (static_cast<std::uint64_t>(parent) + 1u);
+/// 64-bit hash of one page of tokens under parent node `parent` in namespace `ns` (FNV-1a over
+/// the token bytes, then a SplitMix64 finish). Only a bucket key: tokens (and the namespace) are
+/// always compared exactly.
+inline std::uint64_t page_key(std::int32_t parent, std::span<const TokenId> page,
+                              CacheNamespace ns) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ull ^ (static_cast<std::uint64_t>(parent) + 1u) ^
+                    (ns * 0x9e3779b97f4a7c15ull);
   for (TokenId t : page) {
     h ^= static_cast<std::uint32_t>(t);
     h *= 0x100000001b3ull;

@@ -62,7 +62,10 @@ inline void RadixTree::check_consistency() const {
     if (n.blocks.empty()) fail("empty node " + std::to_string(x));
     const std::span<const TokenId> first =
         std::span<const TokenId>(n.tokens).first(static_cast<std::size_t>(block_size_));
-    if (find_child(n.parent, first) != x) fail("child index of node " + std::to_string(x));
+    if (find_child(n.parent, first, n.ns) != x) fail("child index of node " + std::to_string(x));
+    if (n.parent != kRoot && node(n.parent).ns != n.ns) {
+      fail("node " + std::to_string(x) + " is in another namespace than its parent");
+    }
     if (n.listed != (n.lock_count == 0)) fail("listed flag of node " + std::to_string(x));
     if (n.listed && node(n.parent).listed && node(n.parent).segment == n.segment &&
         rank[idx(n.parent)] < rank[i]) {

@@ -16,23 +16,24 @@
 
 namespace inferkit {
 
-inline std::int32_t RadixTree::find_child(std::int32_t parent,
-                                          std::span<const TokenId> first_page) const {
-  const auto [lo, hi] = child_index_.equal_range(detail::page_key(parent, first_page));
+inline std::int32_t RadixTree::find_child(std::int32_t parent, std::span<const TokenId> first_page,
+                                          CacheNamespace ns) const {
+  const auto [lo, hi] = child_index_.equal_range(detail::page_key(parent, first_page, ns));
   for (auto it = lo; it != hi; ++it) {
     const detail::RadixNode& c = node(it->second);
-    if (c.parent == parent && std::equal(first_page.begin(), first_page.end(), c.tokens.begin())) {
+    if (c.parent == parent && c.ns == ns &&
+        std::equal(first_page.begin(), first_page.end(), c.tokens.begin())) {
       return it->second;
     }
   }
   return detail::kNoNode;
 }
 
-inline RadixTree::Walk RadixTree::walk(std::span<const TokenId> tokens) const {
+inline RadixTree::Walk RadixTree::walk(std::span<const TokenId> tokens, CacheNamespace ns) const {
   Walk w;
   const auto total = static_cast<std::int64_t>(tokens.size()) / block_size_;
   while (w.pages < total) {
-    const std::int32_t child = find_child(w.node, page(tokens, w.pages));
+    const std::int32_t child = find_child(w.node, page(tokens, w.pages), ns);
     if (child == detail::kNoNode) break;
     const detail::RadixNode& c = node(child);
     const std::int64_t room = std::min<std::int64_t>(c.num_pages(), total - w.pages);
@@ -128,8 +129,9 @@ inline void RadixTree::lock_path(std::int32_t end) {
   ++node(end).own_locks;
 }
 
-inline PrefixMatch RadixTree::match_impl(std::span<const TokenId> tokens, bool lock) {
-  const Walk w = walk(tokens);
+inline PrefixMatch RadixTree::match_impl(std::span<const TokenId> tokens, CacheNamespace ns,
+                                         bool lock) {
+  const Walk w = walk(tokens, ns);
   if (lock) check_lockable(w.node, w.pages_in_node, "match_and_lock");
   flush_pending();
   std::int32_t end = w.node;

@@ -22,6 +22,7 @@ inline std::int32_t RadixTree::split(std::int32_t n, std::int32_t k) {
   lower.tokens.erase(lower.tokens.begin(), cut);
   lower.blocks.erase(lower.blocks.begin(), lower.blocks.begin() + k);
   upper.parent = lower.parent;
+  upper.ns = lower.ns;
   upper.pos_in_parent = lower.pos_in_parent;
   upper.key = lower.key;
   node(upper.parent).children[idx(upper.pos_in_parent)] = u;
