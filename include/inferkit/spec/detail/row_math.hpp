@@ -100,9 +100,13 @@ inline double weight_sum(const Weight& weight, std::size_t n) {
   return total;
 }
 
+/// What `sample_weights` returns when the weights sum to NaN or infinity.
+inline constexpr std::int64_t kNonFiniteWeights = -2;
+
 /// Draws an index with probability weight(i) / sum(weight) using the uniform `u` in [0, 1), in
 /// one pass over the row: the pass stores per-block sums (64 floats a block), so the inverse-CDF
-/// walk then scans those sums and re-reads a single block. Returns -1 when every weight is zero;
+/// walk then scans those sums and re-reads a single block. Returns -1 when every weight is zero,
+/// kNonFiniteWeights when the sum is NaN or infinite (a weight mapped to NaN flags a bad entry);
 /// if rounding leaves the target unreached, the last index with positive weight.
 template <class Weight>
 inline std::int64_t sample_weights(const Weight& weight, std::size_t n, double u) {
@@ -117,6 +121,9 @@ inline std::int64_t sample_weights(const Weight& weight, std::size_t n, double u
     const std::size_t begin = b * kWalkBlock;
     sums[b] = lane_sum(weight, begin, std::min(n, begin + kWalkBlock));
     total += static_cast<double>(sums[b]);
+  }
+  if (!std::isfinite(total)) {
+    return kNonFiniteWeights;
   }
   if (!(total > 0.0)) {
     return -1;
