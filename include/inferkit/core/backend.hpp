@@ -10,7 +10,7 @@ struct CUstream_st;  // cudaStream_t == CUstream_st*; declared here so no CUDA h
 
 namespace inferkit {
 
-/// The host backend: Eigen/OpenMP kernels, always available.
+/// The host backend: CPU kernels (threaded by OpenMP when enabled), always available.
 struct cpu {};
 
 /// The CUDA backend: kernels run on `stream` (nullptr = the legacy default stream). Its overloads
