@@ -35,6 +35,11 @@ struct TreeVerifyResult {
 
 namespace detail {
 
+/// The row of `node` in the verification pass ([root, node 0, ...]): node + 1, kRoot -> 0.
+inline std::size_t tree_row(std::int32_t node) noexcept {
+  return static_cast<std::size_t>(std::int64_t{node} + 1);
+}
+
 /// Scratch a tree walk reuses between calls, so a verifier per thread allocates once.
 struct TreeScratch {
   std::vector<float> residual;       // [vocab] sampled mode: the residual after rejections
@@ -69,7 +74,7 @@ inline TreeRound walk_greedy(const TokenTree& tree, const float* p, std::size_t 
   // reaches: its parent is reached and its token is the parent's argmax.
   scratch.best[0] = checked_argmax(p, vocab, 0, round.fault);
   for (std::size_t i = 0; i < n && !round.fault.failed; ++i) {
-    const auto parent_row = static_cast<std::size_t>(parents[i] + 1);
+    const auto parent_row = tree_row(parents[i]);
     if (scratch.best[parent_row] >= 0 && tokens[i] == scratch.best[parent_row]) {
       scratch.best[i + 1] = checked_argmax(p + (i + 1) * vocab, vocab, i + 1, round.fault);
     }
@@ -83,7 +88,7 @@ inline TreeRound walk_greedy(const TokenTree& tree, const float* p, std::size_t 
     if (scratch.best[i + 1] < 0) {
       continue;
     }
-    const auto parent_row = static_cast<std::size_t>(parents[i] + 1);
+    const auto parent_row = tree_row(parents[i]);
     const std::int32_t length = scratch.length[i + 1] + 1;
     if (length >= scratch.length[parent_row]) {
       scratch.length[parent_row] = length;
@@ -91,11 +96,11 @@ inline TreeRound walk_greedy(const TokenTree& tree, const float* p, std::size_t 
     }
   }
   std::int32_t node = TokenTree::kRoot;
-  while (scratch.next[static_cast<std::size_t>(node + 1)] != TokenTree::kRoot) {
-    node = scratch.next[static_cast<std::size_t>(node + 1)];
+  while (scratch.next[tree_row(node)] != TokenTree::kRoot) {
+    node = scratch.next[tree_row(node)];
     scratch.path.push_back(node);
   }
-  round.token = scratch.best[static_cast<std::size_t>(node + 1)];
+  round.token = scratch.best[tree_row(node)];
   round.tested_last = !tree.children(node).empty();
   return round;
 }
@@ -170,7 +175,7 @@ inline TreeRound walk_sampled(const TokenTree& tree, const float* p_rows, const 
   scratch.path.clear();
   std::int32_t node = TokenTree::kRoot;
   while (true) {
-    const auto row = static_cast<std::size_t>(node + 1);
+    const auto row = tree_row(node);
     const std::span<const std::int32_t> kids = tree.children(node);
     round.tested_last = !kids.empty();
     const std::int32_t next = accept_child(tree, kids, p_rows + row * vocab,
