@@ -279,7 +279,7 @@ inline std::size_t verify_chain(std::span<const std::int32_t> draft_tokens,
 /// [draft_offsets[s], draft_offsets[s+1]) and the K_s + 1 target rows starting at row
 /// draft_offsets[s] + s (its drafts' rows plus one bonus row).
 struct ChainBatch {
-  std::size_t vocab = 0;
+  std::size_t vocab = 0;                        ///< entries per probability row
   std::span<const std::int32_t> draft_offsets;  ///< [num_seqs + 1], draft_offsets[0] == 0
   std::span<const std::int32_t> draft_tokens;   ///< [total_drafts]
   std::span<const float> draft_probs;           ///< [total_drafts][vocab], or empty: one-hot q

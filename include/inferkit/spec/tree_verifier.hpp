@@ -285,7 +285,7 @@ class TreeVerifier {
 /// [row_offsets[s], row_offsets[s+1]) of the probability buffers: its root row, then one row per
 /// node, so row_offsets[s+1] - row_offsets[s] == trees[s].size() + 1.
 struct TreeBatch {
-  std::size_t vocab = 0;
+  std::size_t vocab = 0;                      ///< entries per probability row
   std::span<const TokenTree> trees;           ///< [num_seqs]
   std::span<const std::int32_t> row_offsets;  ///< [num_seqs + 1], row_offsets[0] == 0
   std::span<const float> target_probs;        ///< [row_offsets.back()][vocab]
