@@ -116,6 +116,21 @@ inline RowFault check_row(const float* p, std::size_t vocab, bool draft, std::si
                       to_message(fault.value), " must be a probability in [0, 1]"}));
 }
 
+/// "sequence s", for the messages of the batch APIs.
+inline std::string sequence_name(std::size_t s) { return concat({"sequence ", std::to_string(s)}); }
+
+/// Throws the fault of the first round (of a batch, one per sequence) that failed, naming its
+/// sequence and the batch's row buffers; returns when none did.
+template <class Round>
+void throw_first_fault(const std::vector<Round>& rounds) {
+  for (std::size_t s = 0; s < rounds.size(); ++s) {
+    if (rounds[s].fault.failed) {
+      throw_row_fault(rounds[s].fault, concat({sequence_name(s), ": "}), "batch.target_probs",
+                      "batch.draft_probs");
+    }
+  }
+}
+
 /// Samples from row `p` (nonnegative, positive sum); falls back to its argmax if the row is empty.
 /// Adds the row to `stats` in the same pass, for `row_fault`.
 inline std::int32_t sample_row(const float* p, std::size_t vocab, Rng& rng, SumAndMin& stats) {
@@ -313,13 +328,10 @@ inline void verify_chain_batch(const ChainBatch& batch, VerifyMode mode, std::sp
   check_arg(batch.draft_offsets[0] == 0, ErrorCode::kInvalidArgument, "batch.draft_offsets[0]",
             batch.draft_offsets[0], "must equal", 0);
   const std::size_t num_seqs = batch.num_seqs();
-  const auto seq_name = [](std::size_t s) {
-    return detail::concat({"sequence ", std::to_string(s)});
-  };
   for (std::size_t s = 0; s < num_seqs; ++s) {
     check_arg(batch.draft_offsets[s + 1] >= batch.draft_offsets[s], ErrorCode::kInvalidArgument,
-              detail::concat(
-                  {"batch.draft_offsets[", std::to_string(s + 1), "] (end of ", seq_name(s), ")"}),
+              detail::concat({"batch.draft_offsets[", std::to_string(s + 1), "] (end of ",
+                              detail::sequence_name(s), ")"}),
               batch.draft_offsets[s + 1],
               detail::concat({"must be >= its start draft_offsets[", std::to_string(s), "] ="}),
               batch.draft_offsets[s]);
@@ -345,7 +357,8 @@ inline void verify_chain_batch(const ChainBatch& batch, VerifyMode mode, std::sp
          i < static_cast<std::size_t>(batch.draft_offsets[s + 1]); ++i) {
       const std::int32_t t = batch.draft_tokens[i];
       check_arg(t >= 0 && static_cast<std::size_t>(t) < vocab, ErrorCode::kOutOfRange,
-                detail::concat({"batch.draft_tokens[", std::to_string(i), "] (", seq_name(s), ")"}),
+                detail::concat({"batch.draft_tokens[", std::to_string(i), "] (",
+                                detail::sequence_name(s), ")"}),
                 t, "must be in [0, vocab) with vocab =", vocab);
     }
   }
@@ -370,12 +383,7 @@ inline void verify_chain_batch(const ChainBatch& batch, VerifyMode mode, std::sp
     // Name rows by their index in the batch's buffers.
     rounds[s].fault.row += rounds[s].fault.draft ? begin : begin + s;
   }
-  for (std::size_t s = 0; s < num_seqs; ++s) {
-    if (rounds[s].fault.failed) {
-      detail::throw_row_fault(rounds[s].fault, detail::concat({seq_name(s), ": "}),
-                              "batch.target_probs", "batch.draft_probs");
-    }
-  }
+  detail::throw_first_fault(rounds);
   for (std::size_t s = 0; s < num_seqs; ++s) {
     const auto begin = static_cast<std::size_t>(batch.draft_offsets[s]);
     const std::size_t emitted = detail::emit_chain_round(

@@ -316,17 +316,15 @@ inline void verify_tree_batch(const TreeBatch& batch, VerifyMode mode, std::span
             "must equal num_seqs + 1 =", num_seqs + 1);
   check_arg(batch.row_offsets[0] == 0, ErrorCode::kInvalidArgument, "batch.row_offsets[0]",
             batch.row_offsets[0], "must equal", 0);
-  const auto seq_name = [](std::size_t s) {
-    return detail::concat({"sequence ", std::to_string(s)});
-  };
   for (std::size_t s = 0; s < num_seqs; ++s) {
     const auto rows = static_cast<std::int64_t>(batch.trees[s].size()) + 1;
     check_arg(batch.row_offsets[s + 1] - batch.row_offsets[s] == rows, ErrorCode::kInvalidArgument,
               detail::concat({"batch.row_offsets[", std::to_string(s + 1), "] - row_offsets[",
-                              std::to_string(s), "] (rows of ", seq_name(s), ")"}),
+                              std::to_string(s), "] (rows of ", detail::sequence_name(s), ")"}),
               batch.row_offsets[s + 1] - batch.row_offsets[s],
               "must equal trees[s].size() + 1 =", rows);
-    detail::check_tree_tokens(batch.trees[s], vocab, detail::concat({seq_name(s), ": "}));
+    detail::check_tree_tokens(batch.trees[s], vocab,
+                              detail::concat({detail::sequence_name(s), ": "}));
   }
   const auto total = static_cast<std::size_t>(batch.row_offsets[num_seqs]);
   check_arg(batch.target_probs.size() == total * vocab, ErrorCode::kInvalidArgument,
@@ -376,12 +374,7 @@ inline void verify_tree_batch(const TreeBatch& batch, VerifyMode mode, std::span
       path_sizes[s] = scratch.path.size();
     }
   }
-  for (std::size_t s = 0; s < num_seqs; ++s) {
-    if (rounds[s].fault.failed) {
-      detail::throw_row_fault(rounds[s].fault, detail::concat({seq_name(s), ": "}),
-                              "batch.target_probs", "batch.draft_probs");
-    }
-  }
+  detail::throw_first_fault(rounds);
   for (std::size_t s = 0; s < num_seqs; ++s) {
     const auto begin = static_cast<std::size_t>(batch.row_offsets[s]);
     const std::size_t rows = batch.trees[s].size() + 1;
