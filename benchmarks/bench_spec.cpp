@@ -29,15 +29,19 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Peaked random rows: exp of exponential noise, normalized.
-void fill_row(float* row, std::size_t vocab, inferkit::Rng& rng, float scale) {
-  double sum = 0.0;
-  for (std::size_t i = 0; i < vocab; ++i) {
-    row[i] = std::exp(scale * static_cast<float>(-std::log(1.0 - rng.uniform_double())));
-    sum += row[i];
-  }
+// Scales `row` to sum to 1 (the verifiers reject rows that are not distributions).
+void normalize(float* row, std::size_t vocab) {
+  const double sum = std::accumulate(row, row + vocab, 0.0);
   const auto inv = static_cast<float>(1.0 / sum);
   for (std::size_t i = 0; i < vocab; ++i) row[i] *= inv;
+}
+
+// Peaked random rows: exp of exponential noise, normalized.
+void fill_row(float* row, std::size_t vocab, inferkit::Rng& rng, float scale) {
+  for (std::size_t i = 0; i < vocab; ++i) {
+    row[i] = std::exp(scale * static_cast<float>(-std::log(1.0 - rng.uniform_double())));
+  }
+  normalize(row, vocab);
 }
 
 struct ChainData {
@@ -63,13 +67,17 @@ const ChainData& chain_data(bool disjoint) {
     for (std::size_t i = 0; i <= kDrafts; ++i) {
       float* p = d.p.data() + (s * (kDrafts + 1) + i) * kVocab;
       fill_row(p, kVocab, rng, 1.5f);
-      if (disjoint) std::fill(p + kVocab / 2, p + kVocab, 0.0f);
+      if (disjoint) {
+        std::fill(p + kVocab / 2, p + kVocab, 0.0f);
+        normalize(p, kVocab);
+      }
       if (i == kDrafts) break;
       float* q = d.q.data() + (s * kDrafts + i) * kVocab;
       fill_row(noise.data(), kVocab, rng, 1.5f);
       for (std::size_t x = 0; x < kVocab; ++x) {
-        q[x] = disjoint ? (x < kVocab / 2 ? 0.0f : 2.0f * noise[x]) : 0.7f * p[x] + 0.3f * noise[x];
+        q[x] = disjoint ? (x < kVocab / 2 ? 0.0f : noise[x]) : 0.7f * p[x] + 0.3f * noise[x];
       }
+      normalize(q, kVocab);
       d.drafts.push_back(inferkit::sample_categorical(std::span<const float>(q, kVocab), rng));
     }
   }

@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // kv_capacity: how many users fit? Given a model, G GPUs of M GB and a context length, print the
 // memory budget (weights, overhead, KV pool) and, for each KV dtype, the KV bytes per token, the
-// tokens the pool holds and the concurrent users at that context. It teaches the lesson's KV
-// formula, 2 * layers * kv_heads * head_dim * bytes per element per token, and why KV
-// quantization and GQA decide serving capacity.
+// tokens the pool holds and the concurrent users at that context. It teaches the KV formula,
+// 2 * layers * kv_heads * head_dim * bytes per element per token (the PagedAttention paper, Kwon
+// et al., SOSP 2023, sizes a 13B model's KV the same way), and why KV quantization and GQA decide
+// serving capacity.
 //
-//   kv_capacity --model llama-3-70b --gpus 4 --gpu-mem-gb 80 --context 4096 [--json]
+//   kv_capacity --model llama-3-70b --gpus 4 --gpu a100-80gb --context 4096 [--json]
 //
-// Memory is in GB = 10^9 bytes as vendors quote "80GB" (--gpu-mem-gib takes 2^30-byte GiB).
+// A GPU's memory comes from a hardware preset (an "80GB" A100 or H100 holds 80 GiB = 80 * 2^30
+// bytes) or is given in GB = 10^9 bytes (--gpu-mem-gb) or GiB = 2^30 bytes (--gpu-mem-gib).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <examples/support/cli.hpp>
+#include <examples/support/json.hpp>
 #include <inferkit/core/dtype.hpp>
 #include <inferkit/core/model_shape.hpp>
 #include <inferkit/perf/hardware.hpp>
@@ -30,81 +33,87 @@ using inferkit::examples::UsageError;
 
 struct Flags {
   std::string model = "llama-3-70b";
-  long long gpus = 4;
+  int gpus = 4;
+  std::string gpu = "a100-80gb";
   std::optional<double> gpu_mem_gb;
   std::optional<double> gpu_mem_gib;
-  long long context = 4096;
+  std::int64_t context = 4096;
   std::string weights_dtype = "bf16";
   double overhead = 0.1;
   std::string kv_scales = "none";
-  long long scale_block = 16;
+  std::int32_t scale_block = 16;
   bool json = false;
   bool list_models = false;
 };
 
-void print_usage() {
-  std::printf(
-      "usage: kv_capacity [--model NAME] [--gpus N] [--gpu-mem-gb GB | --gpu-mem-gib GIB]\n"
-      "                   [--context TOKENS] [--weights-dtype bf16|fp16|fp8|int8|int4]\n"
-      "                   [--overhead FRACTION] [--kv-scales none|token|block]\n"
-      "                   [--scale-block TOKENS] [--json] [--list-models]\n"
-      "defaults: --model llama-3-70b --gpus 4 --gpu-mem-gb 80 --context 4096\n"
-      "          --weights-dtype bf16 --overhead 0.1 --kv-scales none\n");
-}
+constexpr const char* kUsage =
+    "usage: kv_capacity [--model NAME] [--gpus N] [--gpu a100-80gb|h100-sxm|h200]\n"
+    "                   [--gpu-mem-gb GB | --gpu-mem-gib GIB] [--context TOKENS]\n"
+    "                   [--weights-dtype bf16|fp16|fp8|int8|int4] [--overhead FRACTION]\n"
+    "                   [--kv-scales none|token|block] [--scale-block TOKENS] [--json]\n"
+    "                   [--list-models]\n"
+    "  --model          a model preset (--list-models shows them; default llama-3-70b)\n"
+    "  --gpus           GPUs holding one copy of the model, 1..1000000 (default 4)\n"
+    "  --gpu            the memory of one GPU from a hardware preset (default a100-80gb: 80 GiB)\n"
+    "  --gpu-mem-gb     or the memory of one GPU in GB = 10^9 bytes, (0, 1e9)\n"
+    "  --gpu-mem-gib    or in GiB = 2^30 bytes, (0, 1e9)\n"
+    "  --context        tokens per user, 1..16777216 (default 4096)\n"
+    "  --weights-dtype  element type of the weights (default bf16)\n"
+    "  --overhead       share of memory for activations and runtime, [0, 0.99] (default 0.1)\n"
+    "  --kv-scales      quantization scales stored with the KV: none, per token and head, or\n"
+    "                   per block of --scale-block tokens and head (default none)\n"
+    "  --scale-block    tokens per scale block, 1..65536 (default 16)\n"
+    "  --json           print one JSON object with every figure of the table\n"
+    "  --list-models    list the model presets (with --json: as JSON)\n";
 
 Flags parse_flags(int argc, char** argv) {
   Flags flags;
-  inferkit::examples::ArgParser args(argc, argv);
+  inferkit::examples::ArgParser args(argc, argv, kUsage);
   while (args.next()) {
     const std::string& flag = args.flag();
     if (flag == "--model") {
       flags.model = args.value();
     } else if (flag == "--gpus") {
-      flags.gpus = args.integer();
+      flags.gpus = args.integer<int>(1, 1'000'000);
+    } else if (flag == "--gpu") {
+      flags.gpu = args.value();
     } else if (flag == "--gpu-mem-gb") {
-      flags.gpu_mem_gb = args.number();
+      flags.gpu_mem_gb = args.number(0.0, 1e9);
     } else if (flag == "--gpu-mem-gib") {
-      flags.gpu_mem_gib = args.number();
+      flags.gpu_mem_gib = args.number(0.0, 1e9);
     } else if (flag == "--context") {
-      flags.context = args.integer();
+      flags.context = args.integer<std::int64_t>(1, std::int64_t{1} << 24);
     } else if (flag == "--weights-dtype") {
-      flags.weights_dtype = args.value();
+      flags.weights_dtype = args.choice({"bf16", "fp16", "fp8", "int8", "int4"});
     } else if (flag == "--overhead") {
-      flags.overhead = args.number();
+      flags.overhead = args.number(0.0, 0.99);
     } else if (flag == "--kv-scales") {
-      flags.kv_scales = args.value();
+      flags.kv_scales = args.choice({"none", "token", "block"});
     } else if (flag == "--scale-block") {
-      flags.scale_block = args.integer();
+      flags.scale_block = args.integer<std::int32_t>(1, 65536);
     } else if (flag == "--json") {
       flags.json = true;
     } else if (flag == "--list-models") {
       flags.list_models = true;
-    } else if (args.help()) {
-      print_usage();
-      std::exit(0);
     } else {
       args.unknown_flag();
     }
   }
-  // Check ranges here so the message names the flag the user typed.
-  require(flags.gpus >= 1 && flags.gpus <= 1'000'000, "--gpus", flags.gpus, "in [1, 1000000]");
   require(!(flags.gpu_mem_gb && flags.gpu_mem_gib), "give --gpu-mem-gb or --gpu-mem-gib, not both");
   for (const auto& [name, mem] : {std::pair{"--gpu-mem-gb", flags.gpu_mem_gb},
                                   std::pair{"--gpu-mem-gib", flags.gpu_mem_gib}}) {
-    if (mem) require(*mem > 0.0 && *mem < 1e9, name, inferkit::examples::format_g(*mem), "> 0");
+    if (mem) {
+      require(*mem > 0.0,
+              std::string(name) + " = " + inferkit::examples::format_g(*mem) + " must be > 0");
+    }
   }
-  require(flags.context >= 1, "--context", flags.context, ">= 1");
-  require(flags.overhead >= 0.0 && flags.overhead < 1.0, "--overhead",
-          inferkit::examples::format_g(flags.overhead), "in [0, 1)");
-  require(flags.scale_block >= 1, "--scale-block", flags.scale_block, ">= 1");
   return flags;
 }
 
 inferkit::KVScaleLayout parse_scales(const std::string& text) {
-  if (text == "none") return inferkit::KVScaleLayout::kNone;
   if (text == "token") return inferkit::KVScaleLayout::kPerTokenHead;
   if (text == "block") return inferkit::KVScaleLayout::kPerBlockHead;
-  throw UsageError{"--kv-scales = '" + text + "' is not one of none, token, block"};
+  return inferkit::KVScaleLayout::kNone;  // parse_flags admits only none, token, block
 }
 
 // The KV dtypes compared. fp8 stands for both e4m3 and e5m2: they take the same bytes.
@@ -136,6 +145,16 @@ struct Row {
   std::int64_t users;
 };
 
+// Everything the table shows, computed once for the text and the JSON.
+struct Report {
+  inferkit::ModelShape model;
+  inferkit::MemoryBudgetOptions options;
+  std::string memory_source;  // the preset name, or how the size was given
+  std::vector<Row> rows;      // kKVChoices order: rows[1] is fp16, rows[5] int4
+  double gqa_ratio = 0.0;
+  std::optional<double> int4_vs_fp16;  // users ratio, when fp16 serves anyone
+};
+
 // Bytes per token are whole numbers unless per-block scales are amortized over a block.
 std::string format_bytes_per_token(double bytes) {
   char text[64];
@@ -147,39 +166,45 @@ std::string format_bytes_per_token(double bytes) {
   return text;
 }
 
-void print_json(const Flags& flags, const inferkit::ModelShape& model,
-                const inferkit::MemoryBudgetOptions& options, const std::vector<Row>& rows,
-                double gqa_ratio) {
-  const inferkit::MemoryBudget& b = rows.front().budget;
-  std::printf(R"({"model":"%s","num_gpus":%d,"gpu_memory_bytes":%lld,)", model.name.c_str(),
-              options.num_gpus, static_cast<long long>(options.gpu_memory_bytes));
-  std::printf(R"("context_tokens":%lld,"weights_dtype":"%s","overhead_fraction":%g,)",
-              flags.context, std::string(inferkit::to_string(options.weights_dtype)).c_str(),
-              options.overhead_fraction);
-  std::printf(R"("kv_scales":"%s","parameters":%lld,"total_memory_bytes":%lld,)",
-              flags.kv_scales.c_str(), static_cast<long long>(inferkit::parameter_count(model)),
-              static_cast<long long>(b.total_memory_bytes));
-  std::printf(R"("weights_bytes":%lld,"overhead_bytes":%lld,"kv_pool_bytes":%lld,)",
-              static_cast<long long>(b.weights_bytes), static_cast<long long>(b.overhead_bytes),
-              static_cast<long long>(b.kv_pool_bytes));
+void print_json(const Flags& flags, const Report& r) {
+  const inferkit::MemoryBudget& b = r.rows.front().budget;
+  inferkit::examples::Json j;
+  j.begin()
+      .field("model", r.model.name)
+      .field("estimate", r.model.is_estimate)
+      .field("layers", r.model.num_layers)
+      .field("q_heads", r.model.num_q_heads)
+      .field("kv_heads", r.model.num_kv_heads)
+      .field("head_dim", r.model.head_dim)
+      .field("parameters", inferkit::parameter_count(r.model))
+      .field("gpu", r.memory_source)
+      .field("num_gpus", r.options.num_gpus)
+      .field("gpu_memory_bytes", r.options.gpu_memory_bytes)
+      .field("context_tokens", flags.context)
+      .field("weights_dtype", inferkit::to_string(r.options.weights_dtype))
+      .field("overhead_fraction", r.options.overhead_fraction, "%g")
+      .field("kv_scales", flags.kv_scales)
+      .field("scale_block_tokens", flags.scale_block)
+      .field("total_memory_bytes", b.total_memory_bytes)
+      .field("weights_bytes", b.weights_bytes)
+      .field("overhead_bytes", b.overhead_bytes)
+      .field("kv_pool_bytes", b.kv_pool_bytes);
   const auto object = [&](const char* name, auto field) {
-    std::printf("\"%s\":{", name);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      std::printf("%s\"%s\":%s", i ? "," : "", rows[i].key, field(rows[i]).c_str());
-    }
-    std::printf("},");
+    j.begin(name);
+    for (const Row& row : r.rows) field(row);
+    j.end();
   };
   object("bytes_per_token",
-         [](const Row& r) { return format_bytes_per_token(r.budget.kv_bytes_per_token); });
-  object("max_tokens", [](const Row& r) { return std::to_string(r.budget.max_total_tokens); });
-  object("max_users", [](const Row& r) { return std::to_string(r.users); });
-  std::printf("\"gqa_ratio\":%g}\n", gqa_ratio);
+         [&](const Row& row) { j.field(row.key, row.budget.kv_bytes_per_token, "%.10g"); });
+  object("max_tokens", [&](const Row& row) { j.field(row.key, row.budget.max_total_tokens); });
+  object("max_users", [&](const Row& row) { j.field(row.key, row.users); });
+  j.field("int4_users_vs_fp16", r.int4_vs_fp16.value_or(std::nan("")), "%.4f");
+  j.field("gqa_ratio", r.gqa_ratio, "%g").end();
+  std::puts(j.str().c_str());
 }
 
-void print_table(const Flags& flags, const inferkit::ModelShape& model,
-                 const inferkit::MemoryBudgetOptions& options, const std::vector<Row>& rows,
-                 double gqa_ratio) {
-  const inferkit::MemoryBudget& b = rows.front().budget;
+void print_table(const Flags& flags, const Report& r) {
+  const inferkit::MemoryBudget& b = r.rows.front().budget;
   const auto gb = [](std::int64_t bytes) {
     return inferkit::bytes_to_gb(static_cast<double>(bytes));
   };
@@ -187,81 +212,108 @@ void print_table(const Flags& flags, const inferkit::ModelShape& model,
     return inferkit::bytes_to_gib(static_cast<double>(bytes));
   };
   std::printf("model %s%s: %d layers, %d query heads, %d KV heads, head_dim %d, %s parameters\n",
-              model.name.c_str(), model.is_estimate ? " (public estimate)" : "", model.num_layers,
-              model.num_q_heads, model.num_kv_heads, model.head_dim,
-              format_parameters(inferkit::parameter_count(model)).c_str());
-  std::printf("memory   %d x %.1f GB = %.1f GB (%.1f GiB)   [GB = 10^9 bytes, GiB = 2^30 bytes]\n",
-              options.num_gpus, gb(options.gpu_memory_bytes), gb(b.total_memory_bytes),
-              gib(b.total_memory_bytes));
+              r.model.name.c_str(), r.model.is_estimate ? " (public estimate)" : "",
+              r.model.num_layers, r.model.num_q_heads, r.model.num_kv_heads, r.model.head_dim,
+              format_parameters(inferkit::parameter_count(r.model)).c_str());
+  std::printf(
+      "memory   %d x %s: %d x %.1f GB = %.1f GB (%.1f GiB)   [GB = 10^9 bytes, GiB = 2^30 "
+      "bytes]\n",
+      r.options.num_gpus, r.memory_source.c_str(), r.options.num_gpus,
+      gb(r.options.gpu_memory_bytes), gb(b.total_memory_bytes), gib(b.total_memory_bytes));
   std::printf("weights  %8.1f GB  (%s)\n", gb(b.weights_bytes),
-              std::string(inferkit::to_string(options.weights_dtype)).c_str());
+              std::string(inferkit::to_string(r.options.weights_dtype)).c_str());
   std::printf("overhead %8.1f GB  (%.0f%% of memory: activations, CUDA context, fragmentation)\n",
-              gb(b.overhead_bytes), 100.0 * options.overhead_fraction);
+              gb(b.overhead_bytes), 100.0 * r.options.overhead_fraction);
   std::printf("KV pool  %8.1f GB  (%.1f GiB)\n\n", gb(b.kv_pool_bytes), gib(b.kv_pool_bytes));
-  std::printf("KV dtype   bytes/token    max tokens   users @ %lld tokens\n", flags.context);
-  for (const Row& row : rows) {
+  std::printf("KV dtype   bytes/token    max tokens   users @ %lld tokens\n",
+              static_cast<long long>(flags.context));
+  for (const Row& row : r.rows) {
     std::printf("%-8s %13s %13lld %20lld\n", row.key,
                 format_bytes_per_token(row.budget.kv_bytes_per_token).c_str(),
                 static_cast<long long>(row.budget.max_total_tokens),
                 static_cast<long long>(row.users));
   }
-  // rows[1] is fp16 and rows[5] int4 (kKVChoices order): the lesson's "int4 gives ~4x users".
-  if (rows[1].users > 0) {
-    std::printf("\nint4 KV serves %.2fx the users of fp16 KV at this context.",
-                static_cast<double>(rows[5].users) / static_cast<double>(rows[1].users));
+  if (r.int4_vs_fp16) {
+    std::printf("\nint4 KV serves %.2fx the users of fp16 KV at this context.", *r.int4_vs_fp16);
   }
   std::printf("\nKV scales: %s. fp8 = e4m3 or e5m2 (same size).\n", flags.kv_scales.c_str());
   std::printf(
       "GQA: %d KV heads for %d query heads store %.0fx less KV than full multi-head "
       "attention.\n",
-      model.num_kv_heads, model.num_q_heads, gqa_ratio);
+      r.model.num_kv_heads, r.model.num_q_heads, r.gqa_ratio);
 }
 
-int run(int argc, char** argv) {
-  const Flags flags = parse_flags(argc, argv);
-  if (flags.list_models) {
-    for (std::string_view name : inferkit::model_preset_names()) {
-      const inferkit::ModelShape shape = inferkit::model_preset(name);
+void list_models(bool json) {
+  inferkit::examples::Json j;
+  j.begin_array();
+  for (std::string_view name : inferkit::model_preset_names()) {
+    const inferkit::ModelShape shape = inferkit::model_preset(name);
+    if (json) {
+      j.begin()
+          .field("name", shape.name)
+          .field("layers", shape.num_layers)
+          .field("q_heads", shape.num_q_heads)
+          .field("kv_heads", shape.num_kv_heads)
+          .field("parameters", inferkit::parameter_count(shape))
+          .field("estimate", shape.is_estimate)
+          .end();
+    } else {
       std::printf("%-14s %3d layers  %3d/%-3d q/kv heads  %s parameters%s\n", shape.name.c_str(),
                   shape.num_layers, shape.num_q_heads, shape.num_kv_heads,
                   format_parameters(inferkit::parameter_count(shape)).c_str(),
                   shape.is_estimate ? "  (estimate)" : "");
     }
+  }
+  if (json) std::puts(j.end().str().c_str());
+}
+
+int run(int argc, char** argv) {
+  const Flags flags = parse_flags(argc, argv);
+  if (flags.list_models) {
+    list_models(flags.json);
     return 0;
   }
-  const inferkit::ModelShape model = inferkit::model_preset(flags.model);  // throws if unknown
-
-  inferkit::MemoryBudgetOptions options;
-  options.num_gpus = static_cast<int>(flags.gpus);
-  options.gpu_memory_bytes = flags.gpu_mem_gib
-                                 ? inferkit::gib_to_bytes(*flags.gpu_mem_gib)
-                                 : inferkit::gb_to_bytes(flags.gpu_mem_gb.value_or(80.0));
-  options.weights_dtype = inferkit::parse_dtype(flags.weights_dtype);
-  options.overhead_fraction = flags.overhead;
-  options.kv.scales = parse_scales(flags.kv_scales);
-  options.kv.scale_block_tokens = flags.scale_block;
-
-  std::vector<Row> rows;
-  for (const KVChoice& choice : kKVChoices) {
-    options.kv.dtype = choice.dtype;
-    const inferkit::MemoryBudget budget = inferkit::plan_kv_memory(model, options);
-    rows.push_back({choice.key, budget, budget.max_users(flags.context)});
+  Report r;
+  r.model = inferkit::model_preset(flags.model);  // throws if unknown
+  r.options.num_gpus = flags.gpus;
+  if (flags.gpu_mem_gib) {
+    r.options.gpu_memory_bytes = inferkit::gib_to_bytes(*flags.gpu_mem_gib);
+    r.memory_source = inferkit::examples::format_g(*flags.gpu_mem_gib) + " GiB";
+  } else if (flags.gpu_mem_gb) {
+    r.options.gpu_memory_bytes = inferkit::gb_to_bytes(*flags.gpu_mem_gb);
+    r.memory_source = inferkit::examples::format_g(*flags.gpu_mem_gb) + " GB";
+  } else {
+    r.options.gpu_memory_bytes = inferkit::hardware_preset(flags.gpu).memory_bytes;  // throws
+    r.memory_source = flags.gpu;
   }
-  const inferkit::MemoryBudget& budget = rows.front().budget;
+  r.options.weights_dtype = inferkit::parse_dtype(flags.weights_dtype);
+  r.options.overhead_fraction = flags.overhead;
+  r.options.kv.scales = parse_scales(flags.kv_scales);
+  r.options.kv.scale_block_tokens = flags.scale_block;
+
+  for (const KVChoice& choice : kKVChoices) {
+    r.options.kv.dtype = choice.dtype;
+    const inferkit::MemoryBudget budget = inferkit::plan_kv_memory(r.model, r.options);
+    r.rows.push_back({choice.key, budget, budget.max_users(flags.context)});
+  }
+  const inferkit::MemoryBudget& budget = r.rows.front().budget;
   if (!budget.fits) {
     char text[256];
     std::snprintf(
         text, sizeof text, "%s does not fit: weights %.1f GB + overhead %.1f GB >= memory %.1f GB",
-        model.name.c_str(), inferkit::bytes_to_gb(static_cast<double>(budget.weights_bytes)),
+        r.model.name.c_str(), inferkit::bytes_to_gb(static_cast<double>(budget.weights_bytes)),
         inferkit::bytes_to_gb(static_cast<double>(budget.overhead_bytes)),
         inferkit::bytes_to_gb(static_cast<double>(budget.total_memory_bytes)));
     throw UsageError{text};
   }
-  const double gqa_ratio = inferkit::gqa_saving(model, options.kv).ratio;
+  r.gqa_ratio = inferkit::gqa_saving(r.model, r.options.kv).ratio;
+  if (r.rows[1].users > 0) {
+    r.int4_vs_fp16 = static_cast<double>(r.rows[5].users) / static_cast<double>(r.rows[1].users);
+  }
   if (flags.json) {
-    print_json(flags, model, options, rows, gqa_ratio);
+    print_json(flags, r);
   } else {
-    print_table(flags, model, options, rows, gqa_ratio);
+    print_table(flags, r);
   }
   return 0;
 }

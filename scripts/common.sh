@@ -4,7 +4,7 @@
 
 inferkit_install_missing() {
   local packages=(cmake ninja-build g++ catch2 libeigen3-dev libbenchmark-dev clang-format clang-tidy
-    "$@")
+    pkg-config doxygen "$@")
   local missing=()
   for pkg in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||

@@ -15,7 +15,7 @@ run() {
   echo "\$ $*"
   "$bin/$@"
 }
-run kv_capacity --model llama-3-70b --gpus 4 --gpu-mem-gb 80 --context 4096
+run kv_capacity --model llama-3-70b --gpus 4 --gpu a100-80gb --context 4096
 [ -x "$bin/paged_memory" ] && run paged_memory
 [ -x "$bin/prefix_cache" ] && run prefix_cache
 [ -x "$bin/speculative" ] && run speculative

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # THE test command. On a fresh Debian machine it installs what is missing, then, failing fast:
-# 1. checks formatting (clang-format), 2. builds the dev preset (-Werror, header self-containment
-# check) and runs every test, including the find_package consumer, 3. builds and runs the tests
-# again under AddressSanitizer + UBSan, 4. runs clang-tidy on a chosen set of units, 5. where
-# nvcc exists, builds every CUDA target and runs the CUDA tests when nvidia-smi lists a GPU
-# (without one they are counted as skipped; the binary itself also exits 77, skip, when it finds
-# no device).
+# 1. checks formatting (clang-format), 2. builds the API reference with Doxygen, every warning an
+# error (scripts/docs.sh: an undocumented public name fails), 3. builds the dev preset (-Werror,
+# header self-containment check) and runs every test, including the package consumers,
+# 4. builds and runs the tests again under AddressSanitizer + UBSan, 5. runs clang-tidy on a
+# chosen set of units, 6. where nvcc exists, builds every CUDA target and runs the CUDA tests
+# when nvidia-smi lists a GPU (without one they are counted as skipped; the binary itself also
+# exits 77, skip, when it finds no device).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
@@ -50,6 +51,9 @@ phase "clang-format"
 mapfile -t sources < <(git ls-files -co --exclude-standard -- include tests benchmarks examples |
   grep -E '\.(hpp|cpp|cuh|cu)$')
 clang-format --dry-run -Werror "${sources[@]}"
+
+phase "doxygen: the API reference, warnings are errors"
+bash scripts/docs.sh || fail "doxygen (scripts/docs.sh)"
 
 phase "dev preset: build (warnings are errors) and test"
 cmake --preset dev >/dev/null

@@ -39,3 +39,8 @@
 #include <inferkit/spec/token_tree.hpp>
 #include <inferkit/spec/tree_verifier.hpp>
 // IWYU pragma: end_exports
+
+/// inferkit: header-only C++20 parts of LLM inference. Every public name is in this flat
+/// namespace (folders organize files, not names); `inferkit::detail` holds internals users never
+/// name. The API reference is built from these `///` comments by `scripts/docs.sh`.
+namespace inferkit {}

@@ -15,15 +15,16 @@ TEST_CASE("hardware_preset: carries the datasheet numbers", "[perf][hardware]") 
   const Hardware a100 = inferkit::hardware_preset("a100-80gb");
   CHECK(a100.peak_flops == 312e12);
   CHECK(a100.memory_bandwidth == 2.039e12);
-  CHECK(a100.memory_bytes == 80'000'000'000);
+  CHECK(a100.memory_bytes == 85'899'345'920);  // 80 GiB: what the part holds
+  CHECK(a100.memory_bytes == inferkit::gib_to_bytes(80));
   const Hardware h100 = inferkit::hardware_preset("h100-sxm");
   CHECK(h100.peak_flops == 989e12);
   CHECK(h100.memory_bandwidth == 3.35e12);
-  CHECK(h100.memory_bytes == 80'000'000'000);
+  CHECK(h100.memory_bytes == 85'899'345'920);
   const Hardware h200 = inferkit::hardware_preset("h200");
   CHECK(h200.peak_flops == 989e12);
   CHECK(h200.memory_bandwidth == 4.8e12);
-  CHECK(h200.memory_bytes == 141'000'000'000);
+  CHECK(h200.memory_bytes == 141'000'000'000);  // the datasheet's 141GB, decimal
   for (std::string_view name : inferkit::hardware_preset_names()) {
     const Hardware hw = inferkit::hardware_preset(name);
     CHECK(hw.name == name);
@@ -33,10 +34,10 @@ TEST_CASE("hardware_preset: carries the datasheet numbers", "[perf][hardware]") 
 }
 
 TEST_CASE("Hardware: ridge point is peak FLOP/s over bandwidth", "[perf][hardware]") {
-  // A100-80GB: 312e12 / 2.039e12 = 153.02 FLOPs per byte. The lesson's "156" divides by a
-  // rounded 2 TB/s (312 / 2 = 156); the same formula on its numbers gives exactly that.
+  // A100-80GB: 312e12 / 2.039e12 = 153.02 FLOPs per byte. The often-quoted "156" divides by a
+  // rounded 2 TB/s (312 / 2 = 156); the same formula on those numbers gives exactly that.
   CHECK(inferkit::hardware_preset("a100-80gb").ridge_point() == Approx(153.02).epsilon(1e-4));
-  CHECK(inferkit::make_hardware("lesson-a100", 312, 2.0, 80).ridge_point() == Approx(156.0));
+  CHECK(inferkit::make_hardware("rounded-a100", 312, 2.0, 80).ridge_point() == Approx(156.0));
   CHECK(inferkit::hardware_preset("h100-sxm").ridge_point() == Approx(295.22).epsilon(1e-4));
   CHECK(inferkit::hardware_preset("h200").ridge_point() == Approx(206.04).epsilon(1e-4));
 }
@@ -69,7 +70,7 @@ TEST_CASE("tensor_parallel: adds up FLOP/s and bandwidth and memory", "[perf][ha
   CHECK(four.num_devices == 4);
   CHECK(four.peak_flops == 4 * a100.peak_flops);
   CHECK(four.memory_bandwidth == 4 * a100.memory_bandwidth);
-  CHECK(four.memory_bytes == 320'000'000'000);
+  CHECK(four.memory_bytes == 4 * inferkit::gib_to_bytes(80));
   CHECK(four.ridge_point() == Approx(a100.ridge_point()));  // the ridge does not move
   CHECK(inferkit::tensor_parallel(four, 2).num_devices == 8);
   CHECK_THROWS_WITH(inferkit::tensor_parallel(a100, 0), Catch::Contains("num_devices = 0"));

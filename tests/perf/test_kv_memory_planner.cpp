@@ -153,45 +153,52 @@ TEST_CASE("plan_kv_memory: Llama-3-70B on 4xA100-80GB at 4K context per KV dtype
           "[perf][kv_memory_planner]") {
   MemoryBudgetOptions options;
   options.num_gpus = 4;
-  options.gpu_memory_bytes = inferkit::gb_to_bytes(80);
+  options.gpu_memory_bytes = inferkit::hardware_preset("a100-80gb").memory_bytes;  // 80 GiB
   options.weights_dtype = DType::kBFloat16;
   options.overhead_fraction = 0.1;
 
   options.kv = {DType::kFloat16};
   const MemoryBudget fp16 = inferkit::plan_kv_memory(llama70b(), options);
-  // 320 GB total, 70.6e9 parameters * 2 bytes = 141.2 GB of weights, 10% = 32 GB overhead.
-  CHECK(fp16.total_memory_bytes == 320'000'000'000);
+  // 4 x 80 GiB = 343.6 GB, 70.6e9 parameters * 2 bytes = 141.2 GB of weights, 10% overhead.
+  CHECK(fp16.total_memory_bytes == 343'597'383'680);
   CHECK(fp16.weights_bytes == 141'200'000'000);
-  CHECK(fp16.overhead_bytes == 32'000'000'000);
-  CHECK(fp16.kv_pool_bytes == 146'800'000'000);
+  CHECK(fp16.overhead_bytes == 34'359'738'368);
+  CHECK(fp16.kv_pool_bytes == 168'037'645'312);
   CHECK(fp16.fits);
-  CHECK(fp16.max_total_tokens == 447'998);  // floor(146.8e9 / 327,680)
-  CHECK(fp16.max_users(4096) == 109);
+  CHECK(fp16.max_total_tokens == 512'810);  // floor(168,037,645,312 / 327,680)
+  CHECK(fp16.max_users(4096) == 125);
 
   options.kv = {DType::kFloat8E4M3};
   const MemoryBudget fp8 = inferkit::plan_kv_memory(llama70b(), options);
-  CHECK(fp8.max_total_tokens == 895'996);
-  CHECK(fp8.max_users(4096) == 218);
+  CHECK(fp8.max_total_tokens == 1'025'620);
+  CHECK(fp8.max_users(4096) == 250);
 
   options.kv = {DType::kInt4};
   const MemoryBudget int4 = inferkit::plan_kv_memory(llama70b(), options);
-  CHECK(int4.max_total_tokens == 1'791'992);
-  CHECK(int4.max_users(4096) == 437);
-  // The lesson's exercise: int4 KV gives "about 4x" the fp16 users. 437 / 109 = 4.01.
+  CHECK(int4.max_total_tokens == 2'051'240);
+  CHECK(int4.max_users(4096) == 500);
+  // int4 KV gives 4x the fp16 users: 500 / 125.
   CHECK(static_cast<double>(int4.max_users(4096)) / static_cast<double>(fp16.max_users(4096)) ==
         Approx(4.0).epsilon(0.01));
 
   // Real int4 caches also store scales and zero points: per token per head that is 8 bytes per
-  // 64 data bytes, so the gain drops to 388 / 109 = 3.56x.
+  // 64 data bytes, so the gain drops to 445 / 125 = 3.56x.
   options.kv = {DType::kInt4, KVScaleLayout::kPerTokenHead};
   const MemoryBudget int4_scaled = inferkit::plan_kv_memory(llama70b(), options);
   CHECK(int4_scaled.kv_bytes_per_token == 92'160.0);
-  CHECK(int4_scaled.max_users(4096) == 388);
+  CHECK(int4_scaled.max_users(4096) == 445);
   // One scale per 16-token block costs much less: 82,560 bytes per token.
   options.kv = {DType::kInt4, KVScaleLayout::kPerBlockHead, 16};
   const MemoryBudget int4_block = inferkit::plan_kv_memory(llama70b(), options);
-  CHECK(int4_block.max_users(4096) == 146'800'000'000 / (4096 * 82'560));
+  CHECK(int4_block.max_users(4096) == 168'037'645'312 / (4096 * 82'560));
   CHECK(int4_block.max_total_tokens % 16 == 0);
+
+  // The same four GPUs counted as 80 * 10^9 bytes each (the datasheet's "80GB" read as decimal)
+  // lose 7% of the memory and 13% of the KV pool: 109 fp16 users instead of 125.
+  options.kv = {DType::kFloat16};
+  options.gpu_memory_bytes = inferkit::gb_to_bytes(80);
+  CHECK(inferkit::plan_kv_memory(llama70b(), options).kv_pool_bytes == 146'800'000'000);
+  CHECK(inferkit::plan_kv_memory(llama70b(), options).max_users(4096) == 109);
 }
 
 TEST_CASE("plan_kv_memory: token and user counts are the largest that fit",
@@ -238,7 +245,7 @@ TEST_CASE("plan_kv_memory: token and user counts are the largest that fit",
 
 TEST_CASE("plan_kv_memory: a model that does not fit is a result not an error",
           "[perf][kv_memory_planner]") {
-  MemoryBudgetOptions options;  // one 80 GB GPU, bf16 weights, 10% overhead
+  MemoryBudgetOptions options;  // one 80 GiB GPU, bf16 weights, 10% overhead
   const MemoryBudget budget =
       inferkit::plan_kv_memory(inferkit::model_preset("llama-3-405b"), options);
   CHECK_FALSE(budget.fits);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests for spec/chain_verifier.hpp. Exactness is proven statistically: over 100k seeded rounds
 // the tokens emitted at each position must pass a chi-square test against the target's
-// distribution (p-value > 1e-6), including adversarial draft/target pairs, while the lesson's
-// inexact variant (resample from p instead of the residual) must fail the same test. Also: tokens
-// per round against (1 - a^(K+1)) / (1 - a), greedy against plain greedy decoding, the batch API.
+// distribution (p-value > 1e-6), including adversarial draft/target pairs, while an inexact
+// variant written here (resample from p instead of the residual) must fail the same test. Also:
+// tokens per round against (1 - a^(K+1)) / (1 - a), greedy against plain greedy decoding, the
+// batch API, and rows that are not distributions.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -13,7 +14,9 @@
 #include <inferkit/spec/chain_verifier.hpp>
 #include <inferkit/spec/goodness_of_fit.hpp>
 #include <inferkit/spec/sampling.hpp>
+#include <limits>
 #include <numeric>
+#include <string>
 #include <tests/support/probability_rows.hpp>
 #include <vector>
 #if INFERKIT_HAS_OPENMP
@@ -23,7 +26,6 @@
 using inferkit::AcceptanceStats;
 using inferkit::Rng;
 using inferkit::VerifyMode;
-using inferkit::detail::ResidualRule;
 
 namespace {
 
@@ -68,9 +70,28 @@ std::vector<float> flatten(const std::vector<Row>& rows) {
   return flat;
 }
 
+// The inexact shortcut the statistics must catch, kept here so no user can call it: a rejected
+// draft is replaced by a fresh sample from p_i instead of one from normalize(max(0, p_i - q_i)).
+std::size_t verify_resampling_p(std::span<const std::int32_t> draft, const std::vector<Row>& q,
+                                const std::vector<Row>& p, Rng& rng, std::span<std::int32_t> out) {
+  for (std::size_t i = 0; i < draft.size(); ++i) {
+    const auto x = static_cast<std::size_t>(draft[i]);
+    const double q_x = q.empty() ? 1.0 : static_cast<double>(q[i][x]);
+    out[i] = draft[i];
+    if (rng.uniform_double() * q_x >= static_cast<double>(p[i][x])) {
+      out[i] = inferkit::sample_categorical(p[i], rng);
+      return i + 1;
+    }
+  }
+  out[draft.size()] = inferkit::sample_categorical(p.back(), rng);
+  return draft.size() + 1;
+}
+
+enum class Verifier { kLibrary, kResamplingP };
+
 // Runs `trials` rounds: drafts drawn from q, verified against p (q one-hot if token_only).
-template <ResidualRule kRule = ResidualRule::kResidual>
-Emission run_chain(const ChainCase& c, int trials, std::uint64_t seed, bool token_only = false) {
+Emission run_chain(const ChainCase& c, int trials, std::uint64_t seed, bool token_only = false,
+                   Verifier verifier = Verifier::kLibrary) {
   const std::size_t k = c.q.size();
   const auto p = flatten(c.p);
   const auto q = flatten(c.q);
@@ -83,13 +104,11 @@ Emission run_chain(const ChainCase& c, int trials, std::uint64_t seed, bool toke
   for (int t = 0; t < trials; ++t) {
     for (std::size_t i = 0; i < k; ++i) draft[i] = inferkit::sample_categorical(c.q[i], draft_rng);
     std::size_t n = 0;
-    if constexpr (kRule == ResidualRule::kResidual) {
+    if (verifier == Verifier::kLibrary) {
       n = inferkit::verify_chain(draft, token_only ? std::span<const float>() : q, p, c.vocab,
                                  VerifyMode::kSample, verify_rng, out);
     } else {
-      n = inferkit::detail::verify_chain_row<kRule>(
-          draft.data(), k, token_only ? nullptr : q.data(), p.data(), c.vocab, VerifyMode::kSample,
-          verify_rng, out.data());
+      n = verify_resampling_p(draft, token_only ? std::vector<Row>() : c.q, c.p, verify_rng, out);
     }
     for (std::size_t i = 0; i < n; ++i) ++e.counts[i][static_cast<std::size_t>(out[i])];
     e.stats.record(std::min(k, n), n - 1);
@@ -173,9 +192,9 @@ TEST_CASE("verify_chain: the chi-square test rejects resampling from p instead o
           "[spec][chain_verifier]") {
   // Same trials, same threshold: only the residual step differs, and the test catches it.
   const auto c = generic_case(1);
-  CHECK(min_p_value(c, run_chain<ResidualRule::kTargetRow>(c, kTrials, 10)) < kCriticalP);
+  CHECK(min_p_value(c, run_chain(c, kTrials, 10, false, Verifier::kResamplingP)) < kCriticalP);
   const auto d = generic_case(2);
-  CHECK(min_p_value(d, run_chain<ResidualRule::kTargetRow>(d, kTrials, 16, true)) < kCriticalP);
+  CHECK(min_p_value(d, run_chain(d, kTrials, 16, true, Verifier::kResamplingP)) < kCriticalP);
 }
 
 TEST_CASE("verify_chain: mean tokens per round matches (1 - a^(K+1)) / (1 - a)",
@@ -411,4 +430,112 @@ TEST_CASE("verify_chain_batch: tokens do not depend on the thread count",
 #if INFERKIT_HAS_OPENMP
   omp_set_num_threads(saved_threads);
 #endif
+}
+
+TEST_CASE("verify_chain: rows that are not distributions throw, naming the row, and change nothing",
+          "[spec][chain_verifier]") {
+  constexpr std::size_t kVocab = 4;
+  constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+  const Row uniform(kVocab, 0.25f);
+  // Runs one verification of `draft` against target rows `p` (and draft rows `q`, may be empty)
+  // and returns the error message, checking that nothing was written or drawn.
+  const auto error_of = [&](const std::vector<std::int32_t>& draft, const std::vector<Row>& q,
+                            const std::vector<Row>& p, VerifyMode mode) -> std::string {
+    Rng rng(3);
+    std::vector<std::int32_t> out(draft.size() + 1, -1);
+    try {
+      inferkit::verify_chain(draft, flatten(q), flatten(p), kVocab, mode, rng, out);
+    } catch (const inferkit::Error& e) {
+      CHECK(e.code() == inferkit::ErrorCode::kInvalidArgument);
+      CHECK(out == std::vector<std::int32_t>(draft.size() + 1, -1));
+      CHECK(rng.next_u32() == Rng(3).next_u32());
+      return e.what();
+    }
+    return "no throw";
+  };
+  using Catch::Matchers::Contains;
+  SECTION("an unnormalized bonus row") {
+    const Row doubled(kVocab, 0.5f);
+    CHECK_THAT(
+        error_of({}, {}, {doubled}, VerifyMode::kSample),
+        Contains("sum of target_probs row 0 = 2.0") && Contains("within kProbabilitySumTolerance"));
+    CHECK_THAT(error_of({}, {}, {doubled}, VerifyMode::kGreedy), Contains("sum of target_probs"));
+  }
+  SECTION("NaN or negative at the draft token") {
+    Row nan_at_1 = uniform;
+    nan_at_1[1] = kNan;
+    CHECK_THAT(error_of({1}, {uniform}, {nan_at_1, uniform}, VerifyMode::kSample),
+               Contains("target_probs row 0 entry 1 = nan must be a probability in [0, 1]"));
+    Row negative = uniform;
+    negative[2] = -0.25f;
+    CHECK_THAT(
+        error_of({0, 2}, {uniform, uniform}, {uniform, negative, uniform}, VerifyMode::kSample),
+        Contains("target_probs row 1 entry 2 = -0.25"));
+    CHECK_THAT(error_of({1}, {nan_at_1}, {uniform, uniform}, VerifyMode::kSample),
+               Contains("draft_probs row 0 entry 1 = nan"));
+  }
+  SECTION("a bad entry elsewhere in a row read in full at a rejection") {
+    // Draft 3 has p = 0 < q: always rejected, so p_0 and q_0 are read in full.
+    const Row p0{0.5f, kNan, 0.5f, 0.0f};
+    CHECK_THAT(error_of({3}, {uniform}, {p0, uniform}, VerifyMode::kSample),
+               Contains("target_probs row 0 entry 1 = nan"));
+    const Row p_ok{0.5f, 0.5f, 0.0f, 0.0f};
+    const Row q_unnormalized{0.5f, 0.5f, 0.5f, 0.5f};
+    CHECK_THAT(error_of({3}, {q_unnormalized}, {p_ok, uniform}, VerifyMode::kSample),
+               Contains("sum of draft_probs row 0 = 2.0"));
+    const Row p_inf{0.5f, std::numeric_limits<float>::infinity(), 0.5f, 0.0f};
+    CHECK_THAT(error_of({3}, {}, {p_inf, uniform}, VerifyMode::kGreedy),
+               Contains("target_probs row 0 entry 1 = inf"));
+  }
+  SECTION("rows within the tolerance pass") {
+    Rng rng(3);
+    std::vector<std::int32_t> out(2);
+    const Row nearly{0.2502f, 0.25f, 0.25f, 0.25f};  // sums to 1.0002
+    CHECK(inferkit::verify_chain(std::vector<std::int32_t>{0}, flatten({uniform}),
+                                 flatten({nearly, nearly}), kVocab, VerifyMode::kSample, rng,
+                                 out) >= 1);
+  }
+}
+
+TEST_CASE("verify_chain_batch: errors name the offset, the sequence and the row",
+          "[spec][chain_verifier]") {
+  constexpr std::size_t kVocab = 4;
+  const std::vector<std::int32_t> offsets{0, 1, 1, 3};
+  const std::vector<std::int32_t> drafts{1, 2, 3};
+  const std::vector<float> q(3 * kVocab, 0.25f);
+  std::vector<float> p(6 * kVocab, 0.25f);
+  std::vector<Rng> rngs{Rng(1, 0), Rng(1, 1), Rng(1, 2)};
+  std::vector<std::int32_t> tokens(6, -1);
+  std::vector<std::int32_t> counts(3, -1);
+  const auto message = [&](const inferkit::ChainBatch& b) -> std::string {
+    try {
+      inferkit::verify_chain_batch(b, VerifyMode::kSample, rngs, {tokens, counts});
+    } catch (const inferkit::Error& e) {
+      CHECK(tokens == std::vector<std::int32_t>(6, -1));
+      CHECK(counts == std::vector<std::int32_t>(3, -1));
+      for (std::size_t s = 0; s < rngs.size(); ++s)
+        CHECK(rngs[s].next_u32() == Rng(1, s).next_u32());
+      rngs = {Rng(1, 0), Rng(1, 1), Rng(1, 2)};
+      return e.what();
+    }
+    return "no throw";
+  };
+  using Catch::Matchers::Contains;
+  const std::vector<std::int32_t> nonzero_start{1, 1, 1, 3};
+  CHECK_THAT(message({kVocab, nonzero_start, drafts, q, p}),
+             Contains("batch.draft_offsets[0] = 1 must equal 0"));
+  CHECK_THAT(message({kVocab, {}, drafts, q, p}), Contains("batch.draft_offsets.size() = 0"));
+  const std::vector<std::int32_t> decreasing{0, 2, 1, 3};
+  CHECK_THAT(message({kVocab, decreasing, drafts, q, p}),
+             Contains("batch.draft_offsets[2] (end of sequence 1) = 1 must be >= its start "
+                      "draft_offsets[1] = 2"));
+  const std::vector<std::int32_t> bad_token{1, 2, 4};
+  CHECK_THAT(message({kVocab, offsets, bad_token, q, p}),
+             Contains("batch.draft_tokens[2] (sequence 2) = 4"));
+  // Sequence 2 owns target rows 3..5; row 5 (its bonus) sums to 2. Sequences 0 and 1 are fine,
+  // and still nothing is written.
+  for (std::size_t i = 5 * kVocab; i < 6 * kVocab; ++i) p[i] = 0.5f;
+  const std::vector<float> q_accepting(3 * kVocab, 0.0f);  // q = 0 accepts every draft
+  CHECK_THAT(message({kVocab, offsets, drafts, q_accepting, p}),
+             Contains("sequence 2: sum of batch.target_probs row 5 = 2.0"));
 }

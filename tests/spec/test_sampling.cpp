@@ -200,6 +200,48 @@ TEST_CASE("logits_to_probs: top-k and top-p and min-p match brute-force filters"
   }
 }
 
+TEST_CASE("logits_to_probs: top-k ranks the logits, so near-ties in probability stay apart",
+          "[spec][sampling]") {
+  inferkit::SamplingWorkspace ws;
+  SECTION("logits 1e-8 apart: top-1 keeps only the larger") {
+    const std::vector<float> logits{1e-8f, 0.0f, -1.0f, -2.0f, -3.0f, -1.5f, -0.5f, -4.0f};
+    SamplingParams params;
+    params.top_k = 1;
+    std::vector<float> probs(logits.size());
+    inferkit::logits_to_probs(logits, params, probs, ws);
+    CHECK(probs == std::vector<float>{1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f});
+  }
+  SECTION("random rows of clustered logits against a sort of the logits") {
+    // Clusters of logits a few ulp apart, at temperatures that would merge them in float.
+    inferkit::Rng rng(19);
+    for (int trial = 0; trial < 200; ++trial) {
+      const std::size_t n = 16 + rng.below(300);
+      std::vector<float> logits(n);
+      for (float& x : logits) {
+        const float centre = static_cast<float>(rng.below(4));
+        x = std::nextafter(centre, 100.0f);
+        for (std::uint32_t step = rng.below(6); step > 0; --step) x = std::nextafter(x, 100.0f);
+      }
+      if (trial % 5 == 0) logits[rng.below(static_cast<std::uint32_t>(n))] = std::nanf("");
+      SamplingParams params;
+      params.temperature = trial % 2 == 0 ? 1.0f : 3.0f;
+      params.top_k = static_cast<std::int32_t>(1 + rng.below(static_cast<std::uint32_t>(n - 1)));
+      std::vector<float> probs(n);
+      inferkit::logits_to_probs(logits, params, probs, ws);
+      std::vector<float> sorted;
+      for (float x : logits)
+        if (!std::isnan(x)) sorted.push_back(x);
+      std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+      const float cut = sorted[static_cast<std::size_t>(params.top_k - 1)];
+      for (std::size_t i = 0; i < n; ++i) {
+        INFO("trial " << trial << " token " << i << " logit " << logits[i] << " cut " << cut);
+        CHECK((probs[i] > 0.0f) == (logits[i] >= cut));
+      }
+      CHECK(row_sum(probs) == Approx(1.0).epsilon(1e-5));
+    }
+  }
+}
+
 TEST_CASE("logits_to_probs: rejects bad params and leaves the output untouched",
           "[spec][sampling]") {
   inferkit::SamplingWorkspace ws;
@@ -249,6 +291,26 @@ TEST_CASE("sample_categorical: draws follow the distribution and never a zero to
   CHECK_THROWS_AS(inferkit::sample_categorical(std::vector<float>{0.0f, 0.0f}, 0.5),
                   inferkit::Error);
   CHECK_THROWS_AS(inferkit::sample_categorical(std::vector<float>{}, 0.5), inferkit::Error);
+}
+
+TEST_CASE("sample_categorical: NaN, negative and infinite weights throw naming the entry",
+          "[spec][sampling]") {
+  using Catch::Matchers::Contains;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH(inferkit::sample_categorical(std::vector<float>{0.5f, kInf, 0.5f}, 0.5),
+                    Contains("probs[1] = inf must be finite and >= 0"));
+  CHECK_THROWS_WITH(inferkit::sample_categorical(std::vector<float>{0.5f, 0.5f, nan}, 0.5),
+                    Contains("probs[2] = nan"));
+  CHECK_THROWS_WITH(inferkit::sample_categorical(std::vector<float>{-0.5f, 1.0f}, 0.99),
+                    Contains("probs[0] = -0.5"));
+  CHECK_THROWS_WITH(inferkit::sample_categorical(std::vector<float>{3e38f, 3e38f}, 0.5),
+                    Contains("sum(probs) overflows float"));
+  for (const double u : {0.0, 0.5, 0.999999}) {
+    CHECK_THROWS_AS(inferkit::sample_categorical(std::vector<float>{kInf, 1.0f}, u),
+                    inferkit::Error);
+  }
+  // -0 is a weight of zero, not a negative one.
+  CHECK(inferkit::sample_categorical(std::vector<float>{-0.0f, 1.0f}, 0.0) == 1);
 }
 
 TEST_CASE("sample_batch: same seeds give the same tokens as row-by-row sampling",

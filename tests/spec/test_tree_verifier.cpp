@@ -3,7 +3,9 @@
 // depends on the previous token), drafts come from a second table, and every emitted token,
 // grouped by depth and previous token, must pass a chi-square test against the target row over
 // 100k seeded rounds: sampled siblings (SpecInfer), top-k and dynamic trees (one-hot), and
-// adversarial tables. The inexact variant (no residual update) must fail the same test.
+// adversarial tables. An inexact variant written here (no residual update) must fail the same
+// test. Greedy mode is checked against a brute-force longest-path search on trees with duplicate
+// siblings, and rows that are not distributions must throw.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -14,7 +16,9 @@
 #include <inferkit/spec/goodness_of_fit.hpp>
 #include <inferkit/spec/token_tree.hpp>
 #include <inferkit/spec/tree_verifier.hpp>
+#include <limits>
 #include <numeric>
+#include <string>
 #include <tests/support/probability_rows.hpp>
 #include <vector>
 #if INFERKIT_HAS_OPENMP
@@ -27,7 +31,6 @@ using inferkit::Rng;
 using inferkit::TokenTree;
 using inferkit::TreeVerifier;
 using inferkit::VerifyMode;
-using inferkit::detail::ResidualRule;
 
 namespace {
 
@@ -83,9 +86,45 @@ struct Emission {
   bool path_ok = true;  // accepted node indices matched the emitted tokens
 };
 
-template <ResidualRule kRule = ResidualRule::kResidual>
+// The inexact shortcut the statistics must catch, kept here so no user can call it: every sibling
+// is tested against the unchanged target row, and a level where all fail resamples from p.
+inferkit::TreeVerifyResult verify_without_residual(
+    const TokenTree& tree, std::span<const float> target, std::span<const float> draft_rows,
+    std::size_t vocab, Rng& rng, std::span<std::int32_t> out, std::span<std::int32_t> nodes,
+    AcceptanceStats* stats) {
+  inferkit::TreeVerifyResult result;
+  std::int32_t node = TokenTree::kRoot;
+  while (true) {
+    const auto row = static_cast<std::size_t>(node + 1) * vocab;
+    const auto p = target.subspan(row, vocab);
+    const auto kids = tree.children(node);
+    std::int32_t accepted = TokenTree::kRoot;
+    for (std::int32_t child : kids) {
+      const auto x = static_cast<std::size_t>(tree.tokens()[static_cast<std::size_t>(child)]);
+      const double q_x = draft_rows.empty() ? 1.0 : static_cast<double>(draft_rows[row + x]);
+      if (rng.uniform_double() * q_x < static_cast<double>(p[x])) {
+        accepted = child;
+        break;
+      }
+    }
+    result.num_tested += kids.empty() ? 0 : 1;
+    if (accepted == TokenTree::kRoot) {
+      out[result.num_accepted] = inferkit::sample_categorical(p, rng);
+      break;
+    }
+    out[result.num_accepted] = tree.tokens()[static_cast<std::size_t>(accepted)];
+    nodes[result.num_accepted++] = accepted;
+    node = accepted;
+  }
+  result.num_tokens = result.num_accepted + 1;
+  stats->record(result.num_tested, result.num_accepted);
+  return result;
+}
+
+enum class Verifier { kLibrary, kWithoutResidual };
+
 Emission run_tree(const Markov& m, Shape shape, std::span<const std::int32_t> branching, int trials,
-                  std::uint64_t seed) {
+                  std::uint64_t seed, Verifier which = Verifier::kLibrary) {
   const std::size_t v = m.vocab;
   Emission e;
   Rng draft_rng(seed, 1);
@@ -119,8 +158,11 @@ Emission run_tree(const Markov& m, Shape shape, std::span<const std::int32_t> br
     }
     std::vector<std::int32_t> out(static_cast<std::size_t>(tree.max_depth()) + 1);
     std::vector<std::int32_t> nodes(static_cast<std::size_t>(tree.max_depth()));
-    const auto result = verifier.verify_with_rule<kRule>(
-        tree, target, draft_rows, v, VerifyMode::kSample, verify_rng, out, nodes, &e.stats);
+    const auto result = which == Verifier::kLibrary
+                            ? verifier.verify(tree, target, draft_rows, v, VerifyMode::kSample,
+                                              verify_rng, out, nodes, &e.stats)
+                            : verify_without_residual(tree, target, draft_rows, v, verify_rng, out,
+                                                      nodes, &e.stats);
     if (e.counts.size() < result.num_tokens) {
       e.counts.resize(result.num_tokens, std::vector<std::vector<std::uint64_t>>(
                                              v + 1, std::vector<std::uint64_t>(v, 0)));
@@ -217,10 +259,10 @@ TEST_CASE("TreeVerifier: adversarial draft tables stay exact", "[spec][tree_veri
 TEST_CASE("TreeVerifier: the chi-square test rejects skipping the residual update",
           "[spec][tree_verifier]") {
   const Markov m = random_markov(6, 1);
-  CHECK(min_p_value(m, run_tree<ResidualRule::kTargetRow>(m, Shape::kStaticSampled, kTwoByThree,
-                                                          kTrials, 2)) < kCriticalP);
-  CHECK(min_p_value(m, run_tree<ResidualRule::kTargetRow>(m, Shape::kStaticTopK, kTwoByThree,
-                                                          kTrials, 3)) < kCriticalP);
+  CHECK(min_p_value(m, run_tree(m, Shape::kStaticSampled, kTwoByThree, kTrials, 2,
+                                Verifier::kWithoutResidual)) < kCriticalP);
+  CHECK(min_p_value(m, run_tree(m, Shape::kStaticTopK, kTwoByThree, kTrials, 3,
+                                Verifier::kWithoutResidual)) < kCriticalP);
 }
 
 TEST_CASE("TreeVerifier: a single-branch tree matches the chain theory", "[spec][tree_verifier]") {
@@ -412,4 +454,163 @@ TEST_CASE("verify_tree_batch: matches per-tree verification at any thread count"
   CHECK(tokens == std::vector<std::int32_t>(total, -1));
   CHECK(counts == std::vector<std::int32_t>(kSeqs, -1));
   CHECK(rngs[0].next_u32() == Rng(9, 0).next_u32());
+}
+
+namespace {
+
+// Brute force: every root-to-node path on which each token is the argmax of its parent's row,
+// searched depth first in child order; the first of the longest wins. Returns its nodes.
+std::vector<std::int32_t> longest_matching_path(const TokenTree& tree,
+                                                std::span<const float> target, std::size_t vocab) {
+  const auto argmax_of = [&](std::int32_t node) {
+    return inferkit::argmax(target.subspan(static_cast<std::size_t>(node + 1) * vocab, vocab));
+  };
+  std::vector<std::int32_t> best;
+  std::vector<std::int32_t> path;
+  const auto search = [&](const auto& self, std::int32_t node) -> void {
+    if (path.size() > best.size()) best = path;
+    for (std::int32_t child : tree.children(node)) {
+      if (tree.tokens()[static_cast<std::size_t>(child)] != argmax_of(node)) continue;
+      path.push_back(child);
+      self(self, child);
+      path.pop_back();
+    }
+  };
+  search(search, TokenTree::kRoot);
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("TreeVerifier: greedy takes the longest matching path when siblings repeat a token",
+          "[spec][tree_verifier]") {
+  constexpr std::size_t kVocab = 4;
+  TreeVerifier verifier;
+  SECTION("two root children with token 2, only the second continues") {
+    TokenTree tree;
+    tree.add_node(TokenTree::kRoot, 2);  // a
+    const auto b = tree.add_node(TokenTree::kRoot, 2);
+    tree.add_node(b, 1);                                      // c
+    const std::vector<float> target{0.1f, 0.2f, 0.6f, 0.1f,   // root
+                                    0.1f, 0.7f, 0.1f, 0.1f,   // a
+                                    0.1f, 0.7f, 0.1f, 0.1f,   // b
+                                    0.1f, 0.1f, 0.1f, 0.7f};  // c
+    Rng rng(0);
+    std::vector<std::int32_t> out(3, -1);
+    std::vector<std::int32_t> nodes(2, -1);
+    const auto r = verifier.verify(tree, target, {}, kVocab, VerifyMode::kGreedy, rng, out, nodes);
+    CHECK(r.num_accepted == 2);
+    CHECK(out == std::vector<std::int32_t>{2, 1, 3});
+    CHECK(nodes == std::vector<std::int32_t>{1, 2});
+  }
+  SECTION("equally long paths: the first in child order") {
+    TokenTree tree;
+    const auto a = tree.add_node(TokenTree::kRoot, 0);
+    const auto b = tree.add_node(TokenTree::kRoot, 0);
+    tree.add_node(b, 0);
+    tree.add_node(a, 0);
+    const std::vector<float> target(5 * kVocab, 0.25f);  // argmax 0 everywhere
+    Rng rng(0);
+    std::vector<std::int32_t> out(3, -1);
+    std::vector<std::int32_t> nodes(2, -1);
+    const auto r = verifier.verify(tree, target, {}, kVocab, VerifyMode::kGreedy, rng, out, nodes);
+    CHECK(r.num_accepted == 2);
+    CHECK(nodes == std::vector<std::int32_t>{0, 3});
+  }
+  SECTION("random trees with duplicate siblings match a brute-force search") {
+    // Small vocabularies make duplicate siblings common. Target rows either depend only on the
+    // path (the same prefix gives the same row, as a real target's would) or on the node.
+    Rng rng(77);
+    std::size_t trees_with_duplicates = 0;
+    for (int trial = 0; trial < 2000; ++trial) {
+      const bool by_path = trial % 2 == 0;
+      TokenTree tree;
+      const auto nodes_wanted = 1 + rng.below(24);
+      for (std::uint32_t i = 0; i < nodes_wanted; ++i) {
+        const auto parent = static_cast<std::int32_t>(rng.below(i + 1)) - 1;
+        tree.add_node(parent, static_cast<std::int32_t>(rng.below(kVocab)));
+      }
+      std::vector<float> target;
+      for (std::int32_t node = TokenTree::kRoot; node < static_cast<std::int32_t>(tree.size());
+           ++node) {
+        std::uint64_t key = 0;
+        for (std::int32_t a = node; a != TokenTree::kRoot;
+             a = tree.parents()[static_cast<std::size_t>(a)]) {
+          key =
+              key * 7 + static_cast<std::uint64_t>(tree.tokens()[static_cast<std::size_t>(a)]) + 1;
+        }
+        Rng row_rng(by_path ? key
+                            : static_cast<std::uint64_t>(trial) * 1000 + 1 +
+                                  static_cast<std::uint64_t>(node + 1),
+                    by_path ? 1 : 2);
+        const Row row = random_row(kVocab, row_rng);
+        target.insert(target.end(), row.begin(), row.end());
+      }
+      for (std::int32_t node = TokenTree::kRoot; node < static_cast<std::int32_t>(tree.size());
+           ++node) {
+        auto kids = tree.children(node);
+        std::vector<std::int32_t> seen;
+        for (std::int32_t c : kids) seen.push_back(tree.tokens()[static_cast<std::size_t>(c)]);
+        std::sort(seen.begin(), seen.end());
+        if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) {
+          ++trees_with_duplicates;
+          break;
+        }
+      }
+      const auto expected = longest_matching_path(tree, target, kVocab);
+      const std::size_t depth = static_cast<std::size_t>(tree.max_depth());
+      std::vector<std::int32_t> out(depth + 1, -1);
+      std::vector<std::int32_t> nodes(depth, -1);
+      Rng verify_rng(1);
+      const auto r =
+          verifier.verify(tree, target, {}, kVocab, VerifyMode::kGreedy, verify_rng, out, nodes);
+      INFO("trial " << trial);
+      REQUIRE(r.num_accepted == expected.size());
+      CHECK(std::equal(expected.begin(), expected.end(), nodes.begin()));
+      const std::int32_t last = expected.empty() ? TokenTree::kRoot : expected.back();
+      CHECK(out[r.num_accepted] == inferkit::argmax(std::span<const float>(target).subspan(
+                                       static_cast<std::size_t>(last + 1) * kVocab, kVocab)));
+    }
+    CHECK(trees_with_duplicates > 500);
+  }
+}
+
+TEST_CASE("TreeVerifier: rows that are not distributions throw, naming the row and the sequence",
+          "[spec][tree_verifier]") {
+  constexpr std::size_t kVocab = 4;
+  constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+  TokenTree tree;
+  const auto a = tree.add_node(TokenTree::kRoot, 1);
+  tree.add_node(a, 3);
+  // The root row accepts node a in both modes (argmax 1; p(1) = 1); node a's row rejects its
+  // child (p(3) = 0), so it is read in full, and its entry 2 is NaN.
+  const std::vector<float> target{0.0f,  1.0f,  0.0f,  0.0f,  // root
+                                  0.25f, 0.75f, kNan,  0.0f,  // a
+                                  0.25f, 0.25f, 0.25f, 0.25f};
+  TreeVerifier verifier;
+  using Catch::Matchers::Contains;
+  for (VerifyMode mode : {VerifyMode::kGreedy, VerifyMode::kSample}) {
+    Rng rng(5);
+    std::vector<std::int32_t> out(3, -1);
+    CHECK_THROWS_WITH(verifier.verify(tree, target, {}, kVocab, mode, rng, out),
+                      Contains("target_probs row 1 entry 2 = nan"));
+    CHECK(out == std::vector<std::int32_t>(3, -1));
+    CHECK(rng.next_u32() == Rng(5).next_u32());
+  }
+  // In a batch the message names the sequence and the row of the batch's buffer.
+  const std::vector<TokenTree> trees{tree, tree};
+  const std::vector<std::int32_t> offsets{0, 3, 6};
+  std::vector<float> p(target);
+  std::replace_if(
+      p.begin(), p.end(), [](float x) { return std::isnan(x); }, 0.0f);
+  p.insert(p.end(), target.begin(), target.end());
+  p[4 * kVocab + 2] = 0.5f;  // sequence 1, node a: no NaN, but the row sums to 1.5
+  std::vector<Rng> rngs{Rng(1, 0), Rng(1, 1)};
+  std::vector<std::int32_t> tokens(6, -1);
+  std::vector<std::int32_t> counts(2, -1);
+  CHECK_THROWS_WITH(inferkit::verify_tree_batch({kVocab, trees, offsets, p, {}},
+                                                VerifyMode::kGreedy, rngs, {tokens, {}, counts}),
+                    Contains("sequence 1: sum of batch.target_probs row 4 = 1.5"));
+  CHECK(tokens == std::vector<std::int32_t>(6, -1));
+  CHECK(counts == std::vector<std::int32_t>(2, -1));
 }

@@ -46,13 +46,13 @@ template <class KV, class QO = float>
 struct PagedDecodeArgs {
   const QO* q = nullptr;          ///< [num_seqs][q_per_seq][num_qo_heads][head_dim]
   PagedKVView<const KV> kv;       ///< one layer's pages; kv.head_dim must equal head_dim
-  PageTableView pages;            ///< sequence s owns pages indices[indptr[s] .. indptr[s+1])
+  PageTableView pages;            ///< sequence s owns pages [page_begin(s), page_end(s))
   std::int32_t num_qo_heads = 0;  ///< query heads; a multiple of kv.num_kv_heads (GQA)
   std::int32_t head_dim = 0;      ///< elements per head of q and out
   std::int32_t q_per_seq = 1;     ///< query tokens per sequence
   QO* out = nullptr;              ///< [num_seqs][q_per_seq][num_qo_heads][head_dim]
   float* lse = nullptr;           ///< optional [num_seqs][q_per_seq][num_qo_heads], natural log
-  AttentionParams params;
+  AttentionParams params;         ///< scale, causal / sliding window, soft-cap
   std::int32_t kv_split_tokens = kDefaultKvSplitTokens;  ///< 0: never split a sequence
   /// CUDA backend: `pages` again, in host memory (it plans and validates from the lengths);
   /// the CPU backend ignores it.
@@ -73,23 +73,23 @@ template <class KV, class QO = float>
 struct PagedPrefillArgs {
   const QO* q = nullptr;                   ///< [q_indptr[num_seqs]][num_qo_heads][head_dim]
   const std::int32_t* q_indptr = nullptr;  ///< [num_seqs + 1], q_indptr[0] = 0, non-decreasing
-  PagedKVView<const KV> kv;
-  PageTableView pages;
-  std::int32_t num_qo_heads = 0;
-  std::int32_t head_dim = 0;
+  PagedKVView<const KV> kv;                ///< one layer's pages; kv.head_dim must equal head_dim
+  PageTableView pages;            ///< sequence s owns pages [page_begin(s), page_end(s))
+  std::int32_t num_qo_heads = 0;  ///< query heads; a multiple of kv.num_kv_heads (GQA)
+  std::int32_t head_dim = 0;      ///< elements per head of q and out
   /// Optional tree mask (speculative verification), ANDed with the causal/window rules: for
   /// each sequence in order, [n_s][seq_len(s)] bytes, nonzero = may attend; sequences are
   /// concatenated (sequence s starts at sum over r < s of n_r * seq_len(r)). Masked keys are
   /// still read (weight 0 times their V), so every token up to seq_len must hold finite K/V, as
   /// cached tokens do; only the unwritten slots past seq_len are never read.
   const std::uint8_t* custom_mask = nullptr;
-  QO* out = nullptr;     ///< [q_indptr[num_seqs]][num_qo_heads][head_dim]
-  float* lse = nullptr;  ///< optional [q_indptr[num_seqs]][num_qo_heads], natural log
-  AttentionParams params;
-  std::int32_t kv_split_tokens = kDefaultKvSplitTokens;
+  QO* out = nullptr;       ///< [q_indptr[num_seqs]][num_qo_heads][head_dim]
+  float* lse = nullptr;    ///< optional [q_indptr[num_seqs]][num_qo_heads], natural log
+  AttentionParams params;  ///< scale, causal / sliding window, soft-cap
+  std::int32_t kv_split_tokens = kDefaultKvSplitTokens;  ///< 0: never split a sequence
   /// CUDA backend: host copies of `pages` and `q_indptr`; the CPU backend ignores them.
   PageTableView host_pages;
-  const std::int32_t* host_q_indptr = nullptr;
+  const std::int32_t* host_q_indptr = nullptr;  ///< CUDA backend: `q_indptr` in host memory
   /// CUDA backend: > 0 caps the KV chunk of one CTA; 0 lets the planner choose.
   std::int32_t max_chunk_tokens = 0;
 };

@@ -10,20 +10,22 @@ struct CUstream_st;  // cudaStream_t == CUstream_st*; declared here so no CUDA h
 
 namespace inferkit {
 
-/// The host backend: Eigen/OpenMP kernels, always available.
+/// The host backend: CPU kernels (threaded by OpenMP when enabled), always available.
 struct cpu {};
 
 /// The CUDA backend: kernels run on `stream` (nullptr = the legacy default stream). Its overloads
 /// come from <inferkit/attention/cuda/…cuh>, compiled by nvcc in a .cu translation unit.
 struct cuda {
-  CUstream_st* stream = nullptr;
+  CUstream_st* stream = nullptr;  ///< the stream kernels are launched on (a cudaStream_t)
 };
 
 /// True for the backend tag types.
 template <class T>
 inline constexpr bool is_backend_v = false;
+/// `cpu` is a backend.
 template <>
 inline constexpr bool is_backend_v<cpu> = true;
+/// `cuda` is a backend.
 template <>
 inline constexpr bool is_backend_v<cuda> = true;
 

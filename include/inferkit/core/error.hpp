@@ -58,6 +58,7 @@ inline std::string concat(std::initializer_list<std::string_view> parts) {
 /// The one exception type inferkit throws. `what()` reads "inferkit: <code>: <message>".
 class Error : public std::runtime_error {
  public:
+  /// An error of kind `code`; `message` names the argument, its value and the limit.
   Error(ErrorCode code, const std::string& message)
       : std::runtime_error(detail::concat({"inferkit: ", to_string(code), ": ", message})),
         code_(code) {}

@@ -13,14 +13,14 @@ namespace inferkit {
 
 /// Philox-4x32 with 10 rounds: maps a 128-bit counter and a 64-bit key to 128 random bits.
 struct Philox4x32 {
-  using Counter = std::array<std::uint32_t, 4>;
-  using Key = std::array<std::uint32_t, 2>;
+  using Counter = std::array<std::uint32_t, 4>;  ///< the 128-bit counter, 4 words
+  using Key = std::array<std::uint32_t, 2>;      ///< the 64-bit key, 2 words
 
-  static constexpr std::uint32_t kMul0 = 0xD2511F53u;
-  static constexpr std::uint32_t kMul1 = 0xCD9E8D57u;
-  static constexpr std::uint32_t kWeyl0 = 0x9E3779B9u;  // golden ratio
-  static constexpr std::uint32_t kWeyl1 = 0xBB67AE85u;  // sqrt(3) - 1
-  static constexpr int kRounds = 10;
+  static constexpr std::uint32_t kMul0 = 0xD2511F53u;   ///< round multiplier of words 0, 1
+  static constexpr std::uint32_t kMul1 = 0xCD9E8D57u;   ///< round multiplier of words 2, 3
+  static constexpr std::uint32_t kWeyl0 = 0x9E3779B9u;  ///< key bump per round: golden ratio
+  static constexpr std::uint32_t kWeyl1 = 0xBB67AE85u;  ///< key bump per round: sqrt(3) - 1
+  static constexpr int kRounds = 10;                    ///< rounds of the S-P network
 
   /// The block function: 10 rounds of the Philox S-P network.
   INFERKIT_HOST_DEVICE static constexpr Counter generate(Counter ctr, Key key) noexcept {
@@ -56,6 +56,7 @@ INFERKIT_HOST_DEVICE constexpr double uniform_double(std::uint32_t hi, std::uint
 /// independent for different streams (e.g. one per sequence); `at(i)` jumps to any position.
 class Rng {
  public:
+  /// The stream `stream` of the generator keyed by `seed`, at position 0.
   INFERKIT_HOST_DEVICE constexpr explicit Rng(std::uint64_t seed, std::uint64_t stream = 0) noexcept
       : key_{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)},
         stream_(stream) {}

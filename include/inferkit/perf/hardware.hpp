@@ -16,7 +16,7 @@
 
 namespace inferkit {
 
-/// Bytes in one GB as vendors quote memory ("80GB"): 10^9.
+/// Bytes in one GB: 10^9. Vendors' "80GB" can mean GiB (see the hardware presets).
 inline constexpr std::int64_t kBytesPerGB = 1'000'000'000;
 /// Bytes in one GiB: 2^30 = 1,073,741,824 (about 7.4% more than a GB).
 inline constexpr std::int64_t kBytesPerGiB = std::int64_t{1} << 30;
@@ -89,10 +89,19 @@ inline Hardware tensor_parallel(const Hardware& hw, int num_devices) {
 namespace detail {
 
 inline const std::array<Hardware, 3>& hardware_presets() {
-  // Vendor datasheets: dense (no sparsity) BF16 tensor-core FLOP/s, HBM bandwidth, memory.
+  // NVIDIA datasheets: dense (no sparsity) BF16 tensor-core FLOP/s, HBM bandwidth, memory.
+  // - A100 Tensor Core GPU datasheet, A100 80GB SXM: "BF16 Tensor Core 312 TFLOPS",
+  //   "GPU Memory Bandwidth 2,039GB/s", "GPU Memory 80GB HBM2e".
+  // - H100 Tensor Core GPU datasheet, H100 SXM: "BF16 Tensor Core 1,979 teraFLOPS" (with
+  //   sparsity: 989 dense), "GPU memory bandwidth 3.35TB/s", "GPU memory 80GB".
+  // - H200 Tensor Core GPU datasheet: "BF16 Tensor Core 1,979 TFLOPS" (with sparsity),
+  //   "GPU Memory 141GB", "GPU Memory Bandwidth 4.8TB/s".
+  // The "80GB" of the A100 and H100 is binary: the parts hold 80 GiB (an A100 80GB reports
+  // 81920 MiB), 7.4% more than 80 * 10^9 bytes, so they are 80 * kBytesPerGiB here. The H200's
+  // 141GB is taken as NVIDIA quotes it, 141 * 10^9 bytes. Bandwidths and FLOP/s are decimal.
   static const std::array<Hardware, 3> presets = {{
-      {"a100-80gb", 312e12, 2.039e12, 80 * kBytesPerGB, 1},
-      {"h100-sxm", 989e12, 3.35e12, 80 * kBytesPerGB, 1},
+      {"a100-80gb", 312e12, 2.039e12, 80 * kBytesPerGiB, 1},
+      {"h100-sxm", 989e12, 3.35e12, 80 * kBytesPerGiB, 1},
       {"h200", 989e12, 4.8e12, 141 * kBytesPerGB, 1},
   }};
   return presets;

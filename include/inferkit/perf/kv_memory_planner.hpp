@@ -4,8 +4,9 @@
 // (weights, runtime overhead, the KV pool left, max tokens, max concurrent users), and the saving
 // of grouped-query attention. It sizes the BlockAllocator's pool before serving starts.
 //
-// Units: GPU memory is given in GB = 10^9 bytes, as vendors quote "80GB" (`gb_to_bytes`), or in
-// GiB = 2^30 bytes (`gib_to_bytes`); every result is in bytes, so nothing mixes the two.
+// Units: GPU memory is given in bytes: from GB = 10^9 bytes (`gb_to_bytes`), GiB = 2^30 bytes
+// (`gib_to_bytes`; an "80GB" A100 or H100 holds 80 GiB) or a hardware preset's memory_bytes;
+// every result is in bytes, so nothing mixes the two.
 #pragma once
 
 #include <cmath>
@@ -123,9 +124,9 @@ inline GqaSaving gqa_saving(const ModelShape& shape, const KVCacheFormat& format
 /// A serving deployment to plan: G identical GPUs holding one copy of the model (tensor
 /// parallel: weights and KV are split across them, so only totals matter).
 struct MemoryBudgetOptions {
-  int num_gpus = 1;                                  ///< GPUs holding the model, >= 1
-  std::int64_t gpu_memory_bytes = 80 * kBytesPerGB;  ///< per GPU; see gb_to_bytes / gib_to_bytes
-  DType weights_dtype = DType::kBFloat16;            ///< element type of the weights
+  int num_gpus = 1;                                   ///< GPUs holding the model, >= 1
+  std::int64_t gpu_memory_bytes = 80 * kBytesPerGiB;  ///< per GPU (default: an A100-80GB, 80 GiB)
+  DType weights_dtype = DType::kBFloat16;             ///< element type of the weights
   double overhead_fraction = 0.1;  ///< share of memory for activations, CUDA context…, [0, 1)
   KVCacheFormat kv{};              ///< how KV is stored
 };

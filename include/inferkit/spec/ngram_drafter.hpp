@@ -27,8 +27,11 @@ class NgramDrafter {
     check_arg(max_k >= 1, ErrorCode::kInvalidArgument, "max_k", max_k, "must be >=", 1);
   }
 
+  /// The shortest n-gram a draft may match.
   [[nodiscard]] std::size_t min_n() const noexcept { return min_n_; }
+  /// The longest n-gram tried first.
   [[nodiscard]] std::size_t max_n() const noexcept { return max_n_; }
+  /// The most draft tokens one proposal returns.
   [[nodiscard]] std::size_t max_k() const noexcept { return max_k_; }
 
   /// Proposes draft tokens for the sequence `context` (prompt + generated tokens) into `out`:

@@ -18,6 +18,7 @@
 #include <inferkit/spec/detail/row_math.hpp>
 #include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace inferkit {
@@ -244,15 +245,21 @@ inline void logits_to_probs(std::span<const float> logits, const SamplingParams&
   softmax(logits, probs, params.temperature);
   bool filtered = false;
   if (params.top_k > 0 && static_cast<std::size_t>(params.top_k) < n) {
-    // Softmax is monotonic, so the k-th largest probability marks the same tokens as the k-th
-    // largest logit; selecting on probabilities keeps NaN (probability 0) out of the comparison.
+    // Select on the logits, not on the probabilities: float softmax maps logits closer than about
+    // 3e-8 * temperature to one probability, which would tie tokens the logits tell apart.
+    // Dividing by the temperature keeps the order, so the raw logits rank the same. NaN ranks
+    // below every number (its probability is 0 anyway; an all-NaN row stays uniform).
+    const auto rank = [](float logit) {
+      return std::isnan(logit) ? -std::numeric_limits<float>::infinity() : logit;
+    };
     auto& scratch = workspace.scratch;
-    scratch.assign(probs.begin(), probs.end());
+    scratch.resize(n);
+    std::transform(logits.begin(), logits.end(), scratch.begin(), rank);
     const auto kth = scratch.begin() + (params.top_k - 1);
     std::nth_element(scratch.begin(), kth, scratch.end(), std::greater<>());
     const float cut = *kth;
-    for (float& p : probs) {
-      p = p >= cut ? p : 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+      probs[i] = rank(logits[i]) >= cut ? probs[i] : 0.0f;
     }
     filtered = true;
   }
@@ -282,12 +289,31 @@ inline void logits_to_probs(std::span<const float> logits, const SamplingParams&
 
 /// Draws index i with probability probs[i] / sum(probs) using the uniform `u` in [0, 1)
 /// (inverse CDF; probs need not be normalized). A token of probability 0 is never returned.
-/// Throws `Error` if the row is empty, longer than kMaxVocab, or has no positive entry. O(vocab).
+/// Every entry must be a finite weight >= 0: a NaN, negative or infinite entry (or a sum that
+/// overflows float) throws `Error{kInvalidArgument}` naming the first such entry, as does a row
+/// with no positive entry; an empty row or one longer than kMaxVocab throws `Error{kOutOfRange}`.
+/// O(vocab).
 inline std::int32_t sample_categorical(std::span<const float> probs, double u) {
   check_arg(!probs.empty() && probs.size() <= kMaxVocab, ErrorCode::kOutOfRange, "probs.size()",
             probs.size(), "must be in [1, kMaxVocab] with kMaxVocab =", kMaxVocab);
+  // A weight that is not >= 0 (NaN included) becomes NaN, so it poisons the sum the walk makes
+  // anyway and costs no extra pass; +inf makes the sum infinite.
   const std::int64_t token = detail::sample_weights(
-      [&](std::size_t i) { return probs[i] > 0.0f ? probs[i] : 0.0f; }, probs.size(), u);
+      [&](std::size_t i) {
+        return probs[i] >= 0.0f ? probs[i] : std::numeric_limits<float>::quiet_NaN();
+      },
+      probs.size(), u);
+  if (token == detail::kNonFiniteWeights) {
+    const auto bad = std::find_if(probs.begin(), probs.end(),
+                                  [](float p) { return !(p >= 0.0f) || std::isinf(p); });
+    if (bad == probs.end()) {
+      detail::throw_error(ErrorCode::kInvalidArgument,
+                          "sum(probs) overflows float: weights must sum to a finite value");
+    }
+    check_arg(false, ErrorCode::kInvalidArgument,
+              detail::concat({"probs[", std::to_string(bad - probs.begin()), "]"}), *bad,
+              "must be finite and >=", 0);
+  }
   check_arg(token >= 0, ErrorCode::kInvalidArgument, "sum(probs)", 0, "must be >", 0);
   return static_cast<std::int32_t>(token);
 }

@@ -33,7 +33,9 @@ class SimulatedDrafter {
               "must be finite and >=", 0);
   }
 
+  /// The weight of p in q, in [0, 1].
   [[nodiscard]] float alpha() const noexcept { return alpha_; }
+  /// The standard deviation of the log-space noise of the perturbation.
   [[nodiscard]] float noise() const noexcept { return noise_; }
 
   /// Writes the draft distribution q for target row `p` at the position identified by `context`

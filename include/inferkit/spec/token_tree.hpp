@@ -45,6 +45,7 @@ class TokenTree {
 
   /// Number of draft nodes (the root not counted).
   [[nodiscard]] std::size_t size() const noexcept { return tokens_.size(); }
+  /// True for a tree of no draft nodes (verification then samples the root row).
   [[nodiscard]] bool empty() const noexcept { return tokens_.empty(); }
 
   /// [size()] parent of each node (kRoot for depth 1).

@@ -100,12 +100,66 @@ inline double weight_sum(const Weight& weight, std::size_t n) {
   return total;
 }
 
+/// The sum (double across blocks, as `weight_sum`) and the smallest entry of a row: a NaN or
+/// infinite entry makes the sum NaN or infinite, so the two together tell whether a row can be a
+/// distribution.
+struct SumAndMin {
+  double sum = 0.0;
+  float min = std::numeric_limits<float>::infinity();
+
+  /// Adds `values` [n] in one vectorized pass.
+  void add(const float* values, std::size_t n) noexcept {
+    for (std::size_t begin = 0; begin < n; begin += kSumBlock) {
+      const std::size_t end = std::min(n, begin + kSumBlock);
+      float sums[kSumLanes] = {};
+      float mins[kSumLanes];
+      std::fill(std::begin(mins), std::end(mins), std::numeric_limits<float>::infinity());
+      std::size_t i = begin;
+      for (; i + kSumLanes <= end; i += kSumLanes) {
+        for (std::size_t l = 0; l < kSumLanes; ++l) {
+          sums[l] += values[i + l];
+          mins[l] = values[i + l] < mins[l] ? values[i + l] : mins[l];
+        }
+      }
+      float block = 0.0f;
+      for (; i < end; ++i) {
+        block += values[i];
+        min = values[i] < min ? values[i] : min;
+      }
+      for (std::size_t l = 0; l < kSumLanes; ++l) {
+        block += sums[l];
+        min = mins[l] < min ? mins[l] : min;
+      }
+      sum += static_cast<double>(block);
+    }
+  }
+};
+
+/// The `SumAndMin` of `values` [n].
+inline SumAndMin sum_and_min(const float* values, std::size_t n) noexcept {
+  SumAndMin result;
+  result.add(values, n);
+  return result;
+}
+
+/// The audit hook of `sample_weights` that does nothing.
+struct NoAudit {
+  void operator()(std::size_t /*begin*/, std::size_t /*end*/) const noexcept {}
+};
+
+/// What `sample_weights` returns when the weights sum to NaN or infinity.
+inline constexpr std::int64_t kNonFiniteWeights = -2;
+
 /// Draws an index with probability weight(i) / sum(weight) using the uniform `u` in [0, 1), in
 /// one pass over the row: the pass stores per-block sums (64 floats a block), so the inverse-CDF
-/// walk then scans those sums and re-reads a single block. Returns -1 when every weight is zero;
+/// walk then scans those sums and re-reads a single block. Returns -1 when every weight is zero,
+/// kNonFiniteWeights when the sum is NaN or infinite (a weight mapped to NaN flags a bad entry);
 /// if rounding leaves the target unreached, the last index with positive weight.
-template <class Weight>
-inline std::int64_t sample_weights(const Weight& weight, std::size_t n, double u) {
+/// `audit(begin, end)` runs after each block of the first pass, while the block is in L1, so a
+/// caller can check the rows behind the weights without a pass of its own.
+template <class Weight, class Audit = NoAudit>
+inline std::int64_t sample_weights(const Weight& weight, std::size_t n, double u,
+                                   Audit&& audit = {}) {
   thread_local std::vector<float> block_sums;  // grows once per thread to the largest row
   const std::size_t blocks = (n + kWalkBlock - 1) / kWalkBlock;
   if (block_sums.size() < blocks) {
@@ -115,8 +169,13 @@ inline std::int64_t sample_weights(const Weight& weight, std::size_t n, double u
   double total = 0.0;
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::size_t begin = b * kWalkBlock;
-    sums[b] = lane_sum(weight, begin, std::min(n, begin + kWalkBlock));
+    const std::size_t end = std::min(n, begin + kWalkBlock);
+    sums[b] = lane_sum(weight, begin, end);
+    audit(begin, end);
     total += static_cast<double>(sums[b]);
+  }
+  if (!std::isfinite(total)) {
+    return kNonFiniteWeights;
   }
   if (!(total > 0.0)) {
     return -1;
