@@ -34,7 +34,10 @@ struct AttentionPlan {
   std::int32_t rows_per_block = 1;  ///< query rows (tokens x GQA group) per work item
   std::int32_t num_items = 0;       ///< work items per KV head
   bool any_split = false;           ///< some sequence has chunks > 1 (a merge follows)
+  /// [num_seqs + 1] CSR offsets into the work items: sequence s owns items
+  /// `[item_begin[s], item_begin[s + 1])`, and `item_begin[num_seqs] == num_items`.
   std::int32_t item_begin[kMaxPlanSeqs + 1] = {};
+  /// [num_seqs] KV chunks of each sequence, >= 1 (1: the sequence is not split).
   std::int32_t chunks[kMaxPlanSeqs] = {};
   std::int32_t chunk_tokens[kMaxPlanSeqs] = {};  ///< 0 with one chunk (the whole sequence)
 
@@ -50,6 +53,7 @@ struct AttentionPlanInput {
   std::span<const std::int64_t> kv_len;  ///< keys of each sequence
   std::span<const std::int32_t> q_rows;  ///< query rows of each sequence (tokens x group)
   std::int32_t rows_per_block = 1;       ///< rows one work item takes (kernel-specific)
+  /// KV heads (>= 1): every head runs every work item, so they multiply the work to spread.
   std::int32_t num_kv_heads = 1;
   std::int32_t sm_count = 1;          ///< multiprocessors of the device
   std::int32_t ctas_per_sm = 1;       ///< resident CTAs per multiprocessor (occupancy)

@@ -23,9 +23,13 @@ namespace inferkit {
 /// first `num_slots` token slots of block `src` go to block `dst`, for every layer, K and V
 /// (`PagedKVCache::copy_block`).
 struct BlockCopy {
+  /// Block read from: the shared, partially filled block.
   BlockId src = kNoBlock;
+  /// Block written to: the sequence's new private block (never `src` in a copy a table emits).
   BlockId dst = kNoBlock;
+  /// Token slots copied from the start of the block, in [0, block_size]: `src`'s fill.
   std::int32_t num_slots = 0;
+  /// Field-wise equality (tests compare copy lists).
   bool operator==(const BlockCopy&) const = default;
 };
 
@@ -386,7 +390,9 @@ inline void build_page_table(std::span<const BlockTable* const> tables, PageTabl
 struct DenseBlockTables {
   std::vector<std::int32_t> block_tables;  ///< [num_seqs][max_blocks], padded with `pad`
   std::vector<std::int32_t> seq_lens;      ///< [num_seqs] tokens
+  /// Sequences in the batch: the rows of `block_tables` and entries of `seq_lens`.
   std::int32_t num_seqs = 0;
+  /// Row width of `block_tables` in blocks, >= every sequence's block count.
   std::int32_t max_blocks = 0;
 
   /// Block `i` of sequence `s` (a pad value past its last block).

@@ -27,8 +27,12 @@ template <class T>
 struct KVCacheLayerView {
   const T* k = nullptr;  ///< [num_kv_heads][capacity_tokens][head_dim]
   const T* v = nullptr;  ///< same layout as k
+  /// KV heads (the outer dimension of `k` and `v`); 0 in an empty view.
   std::int32_t num_kv_heads = 0;
+  /// Positions allocated per head, in tokens: the stride between heads is
+  /// `capacity_tokens * head_dim` elements.
   std::int32_t capacity_tokens = 0;
+  /// Elements per head vector (one position of one head).
   std::int32_t head_dim = 0;
   std::int32_t length_tokens = 0;  ///< valid positions
 
@@ -52,6 +56,7 @@ class KVCache {
   static_assert(std::is_trivially_copyable_v<T>, "KVCache stores trivially copyable elements");
 
  public:
+  /// The storage element type `T`.
   using value_type = T;
 
   /// An empty cache. Throws `Error{kInvalidArgument}` when a size is < 1 or the total element
@@ -85,8 +90,11 @@ class KVCache {
     length_.assign(static_cast<std::size_t>(num_layers), 0);
   }
 
+  /// Layers, each with its own K, V and length (>= 1).
   [[nodiscard]] std::int32_t num_layers() const noexcept { return num_layers_; }
+  /// KV heads per layer (>= 1; fewer than query heads under GQA).
   [[nodiscard]] std::int32_t num_kv_heads() const noexcept { return num_kv_heads_; }
+  /// Elements per head vector (>= 1).
   [[nodiscard]] std::int32_t head_dim() const noexcept { return head_dim_; }
   /// Positions each layer can hold.
   [[nodiscard]] std::int32_t capacity_tokens() const noexcept { return capacity_tokens_; }

@@ -29,53 +29,88 @@ enum class KVQuantization : std::uint8_t {
 
 /// Storage traits of a KV element type: the quantization scheme and the runtime `DType`.
 /// `std::uint8_t` means packed int4 (two 4-bit values per byte, even element in the low nibble),
-/// as in `PagedKVView<std::uint8_t>` with `packed_int4`.
+/// as in `PagedKVView<std::uint8_t>` with `packed_int4`. Each supported type has a specialization
+/// with `kSupported = true`, `kScheme` and `kDType`; the fp8 ones add `kMaxFinite`.
 template <class T>
 struct KVStorageTraits {
+  /// False: only the specializations below are KV storage types (see `KVStorage`).
   static constexpr bool kSupported = false;
 };
+/// fp32 storage: elements are the values, no scales.
 template <>
 struct KVStorageTraits<float> {
+  /// True: `float` is a KV storage type.
   static constexpr bool kSupported = true;
+  /// `kNone`: value = element.
   static constexpr KVQuantization kScheme = KVQuantization::kNone;
+  /// The runtime tag of `float`.
   static constexpr DType kDType = DType::kFloat32;
 };
+/// fp16 storage: elements converted to float are the values, no scales.
 template <>
 struct KVStorageTraits<float16> {
+  /// True: `float16` is a KV storage type.
   static constexpr bool kSupported = true;
+  /// `kNone`: value = float(element).
   static constexpr KVQuantization kScheme = KVQuantization::kNone;
+  /// The runtime tag of `float16`.
   static constexpr DType kDType = DType::kFloat16;
 };
+/// bf16 storage: elements converted to float are the values, no scales.
 template <>
 struct KVStorageTraits<bfloat16> {
+  /// True: `bfloat16` is a KV storage type.
   static constexpr bool kSupported = true;
+  /// `kNone`: value = float(element).
   static constexpr KVQuantization kScheme = KVQuantization::kNone;
+  /// The runtime tag of `bfloat16`.
   static constexpr DType kDType = DType::kBFloat16;
 };
+/// fp8 e4m3 storage: codes times a power-of-two scale per block and head.
 template <>
 struct KVStorageTraits<float8_e4m3> {
+  /// True: `float8_e4m3` is a KV storage type.
   static constexpr bool kSupported = true;
+  /// `kFp8BlockScale`: value = float(element) * scale[block, head].
   static constexpr KVQuantization kScheme = KVQuantization::kFp8BlockScale;
+  /// The runtime tag of `float8_e4m3`.
   static constexpr DType kDType = DType::kFloat8E4M3;
+  /// Largest finite e4m3 magnitude (448): the block scale keeps `|x| / scale` at or below it
+  /// (`fp8_block_scale`).
   static constexpr float kMaxFinite = 448.0f;
 };
+/// fp8 e5m2 storage: codes times a power-of-two scale per block and head.
 template <>
 struct KVStorageTraits<float8_e5m2> {
+  /// True: `float8_e5m2` is a KV storage type.
   static constexpr bool kSupported = true;
+  /// `kFp8BlockScale`: value = float(element) * scale[block, head].
   static constexpr KVQuantization kScheme = KVQuantization::kFp8BlockScale;
+  /// The runtime tag of `float8_e5m2`.
   static constexpr DType kDType = DType::kFloat8E5M2;
+  /// Largest finite e5m2 magnitude (57344): the block scale keeps `|x| / scale` at or below it
+  /// (`fp8_block_scale`).
   static constexpr float kMaxFinite = 57344.0f;
 };
+/// int8 storage: symmetric codes times a scale per token and head (`quantize_int8`).
 template <>
 struct KVStorageTraits<std::int8_t> {
+  /// True: `std::int8_t` is a KV storage type.
   static constexpr bool kSupported = true;
+  /// `kInt8TokenScale`: value = element * scale[block, head, slot].
   static constexpr KVQuantization kScheme = KVQuantization::kInt8TokenScale;
+  /// The runtime tag of int8.
   static constexpr DType kDType = DType::kInt8;
 };
+/// Packed int4 storage: one byte holds two unsigned nibbles, each with a scale and zero point
+/// per token and head (`quantize_int4`).
 template <>
 struct KVStorageTraits<std::uint8_t> {
+  /// True: `std::uint8_t` (packed int4) is a KV storage type.
   static constexpr bool kSupported = true;
+  /// `kInt4TokenScaleZero`: value = (nibble - zero[block, head, slot]) * scale[block, head, slot].
   static constexpr KVQuantization kScheme = KVQuantization::kInt4TokenScaleZero;
+  /// The runtime tag of packed int4 (`DType::kInt4`, not a uint8 type).
   static constexpr DType kDType = DType::kInt4;
 };
 
@@ -129,7 +164,9 @@ inline void dequantize_int8(std::span<const std::int8_t> q, float scale,
 
 /// Scale and zero point of one int4-quantized vector: value = (nibble - zero) * scale.
 struct Int4Params {
+  /// Value step between adjacent nibbles: `(max - min) / 15`, or 1 for a constant vector.
   float scale = 0.0f;
+  /// Zero point in nibble units: `-min / scale`, the (fractional) nibble that decodes to 0.
   float zero = 0.0f;
 };
 

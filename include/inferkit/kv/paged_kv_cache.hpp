@@ -24,9 +24,13 @@ namespace inferkit {
 
 /// Sizes of a paged KV cache. All counts are elements or tokens, not bytes.
 struct PagedKVCacheShape {
+  /// Transformer layers, each with its own K and V pages (>= 1).
   std::int32_t num_layers = 1;
+  /// Physical blocks (pages) per layer, >= 1: block ids are [0, num_blocks), the ids a
+  /// `BlockAllocator` of the same size hands out.
   std::int32_t num_blocks = 1;
   std::int32_t block_size = 16;  ///< tokens per block
+  /// KV heads per layer (>= 1; fewer than query heads under GQA).
   std::int32_t num_kv_heads = 1;
   std::int32_t head_dim = 128;  ///< logical elements per token and head
 };
@@ -52,8 +56,11 @@ struct PagedKVCacheShape {
 template <KVStorage T>
 class PagedKVCache {
  public:
+  /// The storage element type `T` (`std::uint8_t` holds two int4 codes).
   using Element = T;
+  /// How stored elements map to values, from `KVStorageTraits<T>`.
   static constexpr KVQuantization kScheme = KVStorageTraits<T>::kScheme;
+  /// Whether elements are packed int4: `head_dim / 2` bytes per token and head, plus zero points.
   static constexpr bool kPackedInt4 = kScheme == KVQuantization::kInt4TokenScaleZero;
 
  private:

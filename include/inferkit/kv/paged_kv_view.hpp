@@ -27,10 +27,12 @@ struct PagedKVView {
   T* k = nullptr;                  ///< [num_blocks][num_kv_heads][block_size][head_dim]
   T* v = nullptr;                  ///< same layout as k
   const float* k_scale = nullptr;  ///< quantization scales for K (see above), else nullptr
-  const float* v_scale = nullptr;
-  const float* k_zero = nullptr;  ///< int4 zero points for K, else nullptr
-  const float* v_zero = nullptr;
+  const float* v_scale = nullptr;  ///< quantization scales for V (same index), else nullptr
+  const float* k_zero = nullptr;   ///< int4 zero points for K, else nullptr
+  const float* v_zero = nullptr;   ///< int4 zero points for V, else nullptr
+  /// Physical blocks (pages) in the layer; block ids are [0, num_blocks).
   std::int32_t num_blocks = 0;
+  /// KV heads per block (fewer than query heads under GQA).
   std::int32_t num_kv_heads = 0;
   std::int32_t block_size = 0;  ///< tokens per block (page)
   std::int32_t head_dim = 0;    ///< logical elements per token and head
@@ -71,7 +73,7 @@ struct PagedKVView {
 };
 
 /// A batch's page tables (FlashInfer's paged_kv_indptr / indices / last_page_len): sequence `s`
-/// owns pages `indices[page_begin(s) .. page_end(s))` in logical order, and the last of them
+/// owns pages `indices[page_begin(s), page_end(s))` in logical order, and the last of them
 /// holds `last_page_len[s]` valid tokens (1..block_size). A sequence with no pages has
 /// `page_begin(s) == page_end(s)` and 0 tokens. Its length in tokens is
 /// `(num_pages - 1) * block_size + last_page_len` for num_pages >= 1.
@@ -88,6 +90,7 @@ struct PageTableView {
   const std::int32_t* indptr = nullptr;         ///< [num_seqs + 1] (CSR) or [num_seqs] (begin)
   const std::int32_t* indices = nullptr;        ///< physical block ids
   const std::int32_t* last_page_len = nullptr;  ///< [num_seqs]
+  /// Sequences in the batch (>= 0): the entries of `last_page_len`.
   std::int32_t num_seqs = 0;
   const std::int32_t* indptr_end = nullptr;  ///< optional [num_seqs] end offsets (begin/end)
 

@@ -33,6 +33,7 @@ enum class EvictionPolicy : std::uint8_t {
 struct RadixTreeOptions {
   std::optional<std::int64_t> max_cached_blocks{};  ///< >= 0; none = no limit of its own
   std::optional<std::int64_t> max_cached_tokens{};  ///< >= 0; none = no limit of its own
+  /// Which unlocked leaves eviction takes first (default: segmented LRU).
   EvictionPolicy policy = EvictionPolicy::kSegmentedLru;
   /// kSegmentedLru: share of the capacity matched prefixes may hold before the least recently
   /// used of them are demoted to the probation segment, in [0, 1].
@@ -46,6 +47,8 @@ struct RadixTreeOptions {
 /// a default-constructed one, is rejected too. `RadixTree::is_valid` tells without throwing.
 struct PrefixHandle {
   std::int32_t node = 0;  ///< 0: the root (an empty match; its locks hold no block)
+  /// The node's generation when the handle was issued; the tree bumps it when the node's slot
+  /// is recycled or the node loses pages, which makes the handle stale.
   std::uint32_t generation = 0;
   std::uint64_t tree = 0;  ///< the issuing tree's id; 0 names no tree
 };
@@ -80,11 +83,14 @@ struct PrefixCacheStats {
   std::int64_t hit_queries = 0;     ///< matches of at least one block
   std::int64_t queried_tokens = 0;  ///< tokens passed to match
   std::int64_t hit_tokens = 0;      ///< tokens matched
+  /// Tokens newly cached by insert (whole blocks; excludes the part that was already cached).
   std::int64_t inserted_tokens = 0;
   std::int64_t evicted_blocks = 0;    ///< dropped by evict() or to make room on insert
   std::int64_t reclaimed_blocks = 0;  ///< dropped because the allocator reused a cached block
   std::int64_t cached_blocks = 0;     ///< now in the tree
   std::int64_t cached_tokens = 0;     ///< cached_blocks * block_size
+  /// Histogram of match lengths in tokens: one count per `match` or `match_and_lock` call, in
+  /// the power-of-two buckets `kMatchHistogramBuckets` describes.
   std::array<std::int64_t, kMatchHistogramBuckets> match_length_tokens{};
 
   /// hit_queries / queries (0 without queries).
