@@ -128,7 +128,7 @@ struct ChatSetup {
   inferkit::Hardware hw = inferkit::hardware_preset("a100-80gb");
   int gpus = 4;
   std::int64_t max_model_len = 8192;  // Llama 3's context: what a naive server reserves
-  inferkit::RooflineCostModel cost() const {
+  [[nodiscard]] inferkit::RooflineCostModel cost() const {
     inferkit::RooflineCostModel c;
     c.model = model;
     c.hardware = hw;

@@ -11,6 +11,7 @@ seconds=${1:-20}
 cxx=$(command -v clang++-14 || command -v clang++ || true)
 [ -n "$cxx" ] || { echo "fuzz.sh: clang++ not found (install clang-14 libclang-rt-14-dev)"; exit 1; }
 mkdir -p build/fuzz
+rm -f build/fuzz/crash-* build/fuzz/leak-* build/fuzz/timeout-*  # from an earlier run
 for src in tests/fuzz/fuzz_*.cpp; do
   name=$(basename "$src" .cpp)
   name=${name#fuzz_}

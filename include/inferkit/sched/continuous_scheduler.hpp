@@ -119,7 +119,10 @@ class ContinuousScheduler {
 
   /// Returns every block and lock it holds (running requests are dropped unfinished).
   ~ContinuousScheduler() {
-    for (std::int32_t slot : running_) release_kv(rec(slot));
+    try {
+      for (std::int32_t slot : running_) release_kv(rec(slot));
+    } catch (...) {  // only a broken invariant can throw here; a destructor must not
+    }
   }
 
   // ---- requests ----
@@ -203,7 +206,7 @@ class ContinuousScheduler {
     last_now_ = now;
     reset_plan();
     const std::int64_t evictions_before = allocator_.num_evictions();
-    const std::int32_t preemptions_before = static_cast<std::int32_t>(stats_.preemptions);
+    const auto preemptions_before = static_cast<std::int32_t>(stats_.preemptions);
     std::int64_t budget = config_.max_batched_tokens;
     for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
       if (rec(running_[i]).pending() == 1 && !schedule_decode(i, budget, now)) break;
@@ -353,8 +356,7 @@ class ContinuousScheduler {
       case KvReservation::kMaxModelLength:
         return blocks_for(config_.max_model_len);
       case KvReservation::kNextPowerOfTwo: {
-        std::int64_t p2 =
-            static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(full)));
+        auto p2 = static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(full)));
         if (config_.max_model_len > 0) p2 = std::min(p2, config_.max_model_len);
         return blocks_for(std::max(p2, known));
       }
@@ -380,11 +382,19 @@ class ContinuousScheduler {
     }
     return target_blocks(r) <= allocator_.num_blocks() - watermark_blocks();
   }
+  // Blocks the request still needs to reach its target (0 when it holds them all).
+  [[nodiscard]] std::int64_t blocks_short(const detail::SequenceRecord& r) const noexcept {
+    if (config_.reservation == KvReservation::kOnDemand) {  // the per-step case: no division
+      const std::int64_t room =
+          std::int64_t{r.table.num_blocks()} * allocator_.block_size() - r.table.num_tokens();
+      const std::int64_t missing =
+          static_cast<std::int64_t>(r.tokens.size()) - r.table.num_tokens() - room;
+      return missing <= 0 ? 0 : blocks_for(missing);
+    }
+    return std::max<std::int64_t>(0, target_blocks(r) - r.table.num_blocks());
+  }
   void update_promise(detail::SequenceRecord& r) noexcept {
-    const std::int64_t want =
-        r.state == RequestState::kRunning
-            ? std::max<std::int64_t>(0, target_blocks(r) - r.table.num_blocks())
-            : 0;
+    const std::int64_t want = r.state == RequestState::kRunning ? blocks_short(r) : 0;
     promised_total_ += want - r.promised_blocks;
     r.promised_blocks = static_cast<std::int32_t>(want);
   }

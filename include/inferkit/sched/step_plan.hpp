@@ -160,7 +160,7 @@ inline void check_step_plan(const StepPlan& plan) {
       }
     }
     for (std::int32_t i = 0; i < seq.num_new_tokens; ++i) {
-      const auto row = static_cast<std::size_t>(plan.q_indptr[s] + i);
+      const auto row = static_cast<std::size_t>(plan.q_indptr[s]) + static_cast<std::size_t>(i);
       const std::int64_t pos = seq.num_cached_tokens + i;
       if (plan.positions[row] != pos) fail(name + "position of row " + std::to_string(row));
       const std::int64_t block =

@@ -170,8 +170,8 @@ inline std::int64_t sample_length(const LengthDistribution& d, Rng& rng) {
       x = static_cast<double>(detail::zipf_draw(rng, d.a, d.max_tokens));
       break;
   }
-  const double lo = static_cast<double>(d.min_tokens);
-  const double hi = static_cast<double>(d.max_tokens);
+  const auto lo = static_cast<double>(d.min_tokens);
+  const auto hi = static_cast<double>(d.max_tokens);
   return static_cast<std::int64_t>(std::clamp(std::round(x), lo, hi));
 }
 

@@ -106,29 +106,30 @@ void ContinuousScheduler<Policy>::validate_results(std::span<const SequenceResul
   for (std::size_t i = 0; i < results.size(); ++i) {
     const ScheduledSequence& seq = plan_.sequences[i];
     const SequenceResult& res = results[i];
-    const std::string name = "results[" + std::to_string(i) + "]";
-    if (res.request_id != seq.request_id) {
+    const auto name = [i] { return "results[" + std::to_string(i) + "]"; };  // only on errors
+    if (res.request_id != seq.request_id) [[unlikely]] {
       const bool planned =
           std::any_of(plan_.sequences.begin(), plan_.sequences.end(),
                       [&](const ScheduledSequence& s) { return s.request_id == res.request_id; });
       detail::throw_error(
           ErrorCode::kInvalidArgument,
-          name + ".request_id = " + std::to_string(res.request_id) +
+          name() + ".request_id = " + std::to_string(res.request_id) +
               (planned ? " is out of plan order" : " is not scheduled in this step") +
               ": expected request " + std::to_string(seq.request_id));
     }
     if (plan_slots_[i] < 0) continue;  // aborted during the step: its tokens are ignored
     const auto n = static_cast<std::int64_t>(res.tokens.size());
-    if (!seq.samples) {
-      check_arg(n == 0, ErrorCode::kInvalidArgument, name + ".tokens.size()", n,
-                "must be 0 for a non-final prefill chunk of request", seq.request_id);
-    } else if (n < 1 || n > seq.num_logits()) {
-      check_arg(false, ErrorCode::kInvalidArgument, name + ".tokens.size()", n,
+    if (!seq.samples ? n != 0 : (n < 1 || n > seq.num_logits())) [[unlikely]] {
+      if (!seq.samples) {
+        check_arg(false, ErrorCode::kInvalidArgument, name() + ".tokens.size()", n,
+                  "must be 0 for a non-final prefill chunk of request", seq.request_id);
+      }
+      check_arg(false, ErrorCode::kInvalidArgument, name() + ".tokens.size()", n,
                 "must be in [1, 1 + drafts] with 1 + drafts =", seq.num_logits());
     }
     for (std::size_t t = 0; t < res.tokens.size(); ++t) {
-      if (res.tokens[t] < 0) {
-        check_arg(false, ErrorCode::kInvalidArgument, name + ".tokens[" + std::to_string(t) + "]",
+      if (res.tokens[t] < 0) [[unlikely]] {
+        check_arg(false, ErrorCode::kInvalidArgument, name() + ".tokens[" + std::to_string(t) + "]",
                   res.tokens[t], "must be >=", 0);
       }
     }
@@ -206,7 +207,9 @@ void ContinuousScheduler<Policy>::check_consistency() const {
     }
     if (running) {
       const std::int64_t want = std::max<std::int64_t>(0, target_blocks(r) - r.table.num_blocks());
-      if (!in_flight_ && r.promised_blocks != want) fail(name + "promise");
+      if (!in_flight_ && (r.promised_blocks != want || blocks_short(r) != want)) {
+        fail(name + "promise");
+      }
       const std::span<const BlockId> blocks = r.table.blocks();
       const std::int32_t b = pages_.begin(s);
       if (pages_.end(s) - b != static_cast<std::int32_t>(blocks.size())) fail(name + "page run");

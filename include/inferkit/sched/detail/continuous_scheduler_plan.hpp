@@ -93,7 +93,7 @@ bool ContinuousScheduler<Policy>::schedule_decode(std::size_t index, std::int64_
   const std::int32_t slot = running_[index];
   detail::SequenceRecord& r = rec(slot);
   const std::int64_t room = output_limit(r) - r.num_output();  // >= 1 while running
-  std::int64_t drafts = std::min<std::int64_t>(
+  auto drafts = std::min<std::int64_t>(
       {static_cast<std::int64_t>(r.drafts.size()), config_.max_draft_tokens, budget - 1, room - 1});
   drafts = std::max<std::int64_t>(drafts, 0);
   for (;;) {
@@ -173,7 +173,7 @@ void ContinuousScheduler<Policy>::admit(std::int64_t& budget, double now) {
     for (const detail::WaitKey& key : waiting_) {
       if (static_cast<std::int32_t>(ranked_.size()) >= policy_.ranked_window()) break;
       const double rank = policy_.rank(info_of(rec(key.slot)), now);
-      ranked_.push_back({detail::WaitKey{-rank, key.order, key.slot}, key.slot});
+      ranked_.emplace_back(detail::WaitKey{-rank, key.order, key.slot}, key.slot);
     }
     std::sort(ranked_.begin(), ranked_.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });

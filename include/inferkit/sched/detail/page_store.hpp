@@ -78,12 +78,11 @@ class PageStore {
   // first when more than half of it is garbage.
   void relocate(std::size_t s, std::int32_t need) {
     Run& run = runs_[s];
-    const std::int64_t cap =
-        std::max<std::int64_t>({need, std::int64_t{2} * run.capacity, kMinCapacity});
+    const auto cap = std::max<std::int64_t>({need, std::int64_t{2} * run.capacity, kMinCapacity});
     live_capacity_ -= run.capacity;
     run = Run{};
     const auto garbage = static_cast<std::int64_t>(arena_.size()) - live_capacity_;
-    if (garbage > live_capacity_ + 4 * kMinCapacity) compact();
+    if (garbage > live_capacity_ + std::int64_t{4} * kMinCapacity) compact();
     const auto at = static_cast<std::int64_t>(arena_.size());
     check_arg(at + cap <= std::numeric_limits<std::int32_t>::max(), ErrorCode::kOutOfRange,
               "page store entries", at + cap, "must be <= int32 max",
