@@ -20,4 +20,11 @@ run kv_capacity --model llama-3-70b --gpus 4 --gpu a100-80gb --context 4096
 [ -x "$bin/prefix_cache" ] && run prefix_cache
 [ -x "$bin/speculative" ] && run speculative
 [ -x "$bin/paged_attention" ] && run paged_attention
+# Batching: the utilization plot needs matplotlib (PyPI); the figures print without it.
+python3 -c "import matplotlib" 2>/dev/null || python3 -m pip install -q matplotlib ||
+  echo "(matplotlib could not be installed: batching_sim prints its figures without the plot)"
+mkdir -p build/demo
+[ -x "$bin/batching_sim" ] && run batching_sim --plot build/demo/batching_utilization.png
+[ -x "$bin/serve_sim" ] && run serve_sim
+[ -x "$bin/serve_sim" ] && run serve_sim --scenario vllm-paper
 exit 0

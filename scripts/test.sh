@@ -5,14 +5,15 @@
 # error (scripts/docs.sh: an undocumented public name fails), 3. builds the dev preset (-Werror,
 # header self-containment check) and runs every test, including the package consumers,
 # 4. builds and runs the tests again under AddressSanitizer + UBSan, 5. runs clang-tidy on a
-# chosen set of units, 6. where nvcc exists, builds every CUDA target and runs the CUDA tests
-# when nvidia-smi lists a GPU (without one they are counted as skipped; the binary itself also
-# exits 77, skip, when it finds no device).
+# chosen set of units, 6. fuzzes the parsers of untrusted input (scripts/fuzz.sh: libFuzzer with
+# ASan + UBSan, a short run each), 7. where nvcc exists, builds every CUDA target and runs the
+# CUDA tests when nvidia-smi lists a GPU (without one they are counted as skipped; the binary
+# itself also exits 77, skip, when it finds no device).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
 start=$(date +%s)
-inferkit_install_missing
+inferkit_install_missing clang-14 libclang-rt-14-dev  # clang's libFuzzer for scripts/fuzz.sh
 
 # phase <title>: prints a phase header with the seconds spent so far.
 phase() { echo "== $1 (at $(($(date +%s) - start)) s)"; }
@@ -76,6 +77,14 @@ printf '%s\n' "${tidy_units[@]}" |
 grep -v 'warnings generated' "$tidy_log" || true
 rm -f "$tidy_log"
 if [ "$tidy_rc" -ne 0 ]; then fail "clang-tidy"; fi
+
+phase "fuzz: libFuzzer + ASan/UBSan on every tests/fuzz target (15 s each)"
+if bash scripts/fuzz.sh 15; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  fail "scripts/fuzz.sh"
+fi
 
 if inferkit_find_nvcc; then
   phase "cuda preset: build every CUDA target, check kernel resources ($(nvcc --version | tail -1))"

@@ -22,7 +22,7 @@ inferkit_example_smoke(kv_capacity.unknown_model kv_capacity
   EXIT_CODE 2
   ARGS --model gpt-5)
 inferkit_example_smoke(kv_capacity.unknown_gpu kv_capacity
-  REGEX "error: .*hardware = 'b200' is not a known preset \\(known: a100-80gb, h100-sxm, h200\\)"
+  REGEX "error: .*hardware = 'b200' is not a known preset \\(known: a100-40gb, a100-80gb, h100-sxm, h200\\)"
   EXIT_CODE 2
   ARGS --gpu b200)
 inferkit_example_smoke(kv_capacity.zero_gpus kv_capacity

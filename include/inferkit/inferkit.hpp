@@ -30,6 +30,17 @@
 #include <inferkit/perf/kv_memory_planner.hpp>
 #include <inferkit/perf/roofline.hpp>
 #include <inferkit/prefix/radix_tree.hpp>
+#include <inferkit/sched/continuous_scheduler.hpp>
+#include <inferkit/sched/request.hpp>
+#include <inferkit/sched/scheduler_config.hpp>
+#include <inferkit/sched/scheduling_policy.hpp>
+#include <inferkit/sched/serving_metrics.hpp>
+#include <inferkit/sched/static_scheduler.hpp>
+#include <inferkit/sched/step_plan.hpp>
+#include <inferkit/sim/cost_model.hpp>
+#include <inferkit/sim/simulator.hpp>
+#include <inferkit/sim/trace_csv.hpp>
+#include <inferkit/sim/workload.hpp>
 #include <inferkit/spec/acceptance_stats.hpp>
 #include <inferkit/spec/chain_verifier.hpp>
 #include <inferkit/spec/goodness_of_fit.hpp>

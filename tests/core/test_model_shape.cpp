@@ -191,7 +191,7 @@ TEST_CASE("model_preset: an unknown name throws listing the known presets", "[co
   CHECK_FALSE(inferkit::try_model_preset("Llama-3-70B").has_value());  // names are lowercase
   CHECK(inferkit::try_model_preset("mistral-7b").has_value());
   // Every listed name resolves to a valid preset of that name.
-  CHECK(inferkit::model_preset_names().size() == 6);
+  CHECK(inferkit::model_preset_names().size() == 7);
   for (std::string_view name : inferkit::model_preset_names()) {
     const ModelShape shape = inferkit::model_preset(name);
     CHECK(shape.name == name);

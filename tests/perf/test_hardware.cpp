@@ -84,7 +84,7 @@ TEST_CASE("hardware_preset: an unknown name throws listing the known presets", "
     CHECK(e.code() == ErrorCode::kInvalidArgument);
     const std::string what = e.what();
     CHECK(what.find("'b200'") != std::string::npos);
-    CHECK(what.find("a100-80gb, h100-sxm, h200") != std::string::npos);
+    CHECK(what.find("a100-40gb, a100-80gb, h100-sxm, h200") != std::string::npos);
   }
   CHECK_FALSE(inferkit::try_hardware_preset("A100").has_value());
 }

@@ -85,18 +85,21 @@ inline std::int64_t parameter_count(const ModelShape& shape) {
 
 namespace detail {
 
-inline const std::array<ModelShape, 6>& model_presets() {
+inline const std::array<ModelShape, 7>& model_presets() {
   // Llama 3 / Mistral: the published config.json values; parameter counts as the model cards
   // round them. GPT-4: the widely repeated public estimate (120 layers, 96 heads of 128, 1.8T
   // parameters as a mixture of experts); OpenAI has published none of it. SmolLM2: its config,
-  // and the 135M of its name.
-  static const std::array<ModelShape, 6> presets = {{
+  // and the 135M of its name. OPT-13B (the vLLM paper's model): its config (multi-head
+  // attention, a two-matrix GELU MLP of width 20480, so the SwiGLU-based computed count does not
+  // apply and the 13B of its name is used).
+  static const std::array<ModelShape, 7> presets = {{
       {"llama-3-8b", 32, 32, 8, 128, 4096, 14336, 128256, 8'030'000'000, false, false},
       {"llama-3-70b", 80, 64, 8, 128, 8192, 28672, 128256, 70'600'000'000, false, false},
       {"llama-3-405b", 126, 128, 8, 128, 16384, 53248, 128256, 405'900'000'000, false, false},
       {"mistral-7b", 32, 32, 8, 128, 4096, 14336, 32000, 7'240'000'000, false, false},
       {"gpt-4-est", 120, 96, 96, 128, 12288, 49152, 100256, 1'800'000'000'000, false, true},
       {"smollm2-135m", 30, 9, 3, 64, 576, 1536, 49152, 135'000'000, true, false},
+      {"opt-13b", 40, 40, 40, 128, 5120, 20480, 50272, 13'000'000'000, true, false},
   }};
   return presets;
 }
@@ -104,9 +107,9 @@ inline const std::array<ModelShape, 6>& model_presets() {
 }  // namespace detail
 
 /// The preset names, in a fixed order: llama-3-8b, llama-3-70b, llama-3-405b, mistral-7b,
-/// gpt-4-est, smollm2-135m.
-inline std::array<std::string_view, 6> model_preset_names() {
-  std::array<std::string_view, 6> names{};
+/// gpt-4-est, smollm2-135m, opt-13b.
+inline std::array<std::string_view, 7> model_preset_names() {
+  std::array<std::string_view, 7> names{};
   for (std::size_t i = 0; i < names.size(); ++i) names[i] = detail::model_presets()[i].name;
   return names;
 }

@@ -172,12 +172,20 @@ class BlockTable {
       allocator.free(shared);  // refcount >= 2 or cached: the others keep their data
       blocks_[old - 1] = own;
     }
-    // Slots of the new tokens, then each touched block's fill.
+    // Slots of the new tokens (walking block and offset: one division, not one per token),
+    // then each touched block's fill.
     const std::int64_t begin = num_tokens_;
     num_tokens_ += n;
-    std::int64_t p = begin;
-    for (std::int64_t& slot : slot_mapping) slot = slot_unchecked(p++);
     const auto first_block = static_cast<std::int32_t>(begin / block_size_);
+    auto block = static_cast<std::size_t>(first_block);
+    std::int64_t offset = begin - std::int64_t{first_block} * block_size_;
+    for (std::int64_t& slot : slot_mapping) {
+      slot = std::int64_t{blocks_[block]} * block_size_ + offset;
+      if (++offset == block_size_) {
+        offset = 0;
+        ++block;
+      }
+    }
     for (std::int32_t i = first_block; i < num_blocks(); ++i) {
       allocator.set_block_tokens(blocks_[static_cast<std::size_t>(i)], fill_of(i));
     }

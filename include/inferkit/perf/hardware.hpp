@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Hardware: the three numbers of an accelerator that a roofline needs (peak dense FLOP/s, memory
-// bandwidth, memory size), presets for A100-80GB, H100-SXM and H200, user-defined devices, an
-// ideal tensor-parallel group, and the GB/GiB conversions every capacity figure goes through.
-// The roofline cost model and the KV memory planner (perf/) read it.
+// bandwidth, memory size), presets for A100-40GB, A100-80GB, H100-SXM and H200, user-defined
+// devices, an ideal tensor-parallel group, and the GB/GiB conversions every capacity figure goes
+// through. The roofline cost model and the KV memory planner (perf/) read it.
 #pragma once
 
 #include <array>
@@ -88,7 +88,7 @@ inline Hardware tensor_parallel(const Hardware& hw, int num_devices) {
 
 namespace detail {
 
-inline const std::array<Hardware, 3>& hardware_presets() {
+inline const std::array<Hardware, 4>& hardware_presets() {
   // NVIDIA datasheets: dense (no sparsity) BF16 tensor-core FLOP/s, HBM bandwidth, memory.
   // - A100 Tensor Core GPU datasheet, A100 80GB SXM: "BF16 Tensor Core 312 TFLOPS",
   //   "GPU Memory Bandwidth 2,039GB/s", "GPU Memory 80GB HBM2e".
@@ -99,7 +99,10 @@ inline const std::array<Hardware, 3>& hardware_presets() {
   // The "80GB" of the A100 and H100 is binary: the parts hold 80 GiB (an A100 80GB reports
   // 81920 MiB), 7.4% more than 80 * 10^9 bytes, so they are 80 * kBytesPerGiB here. The H200's
   // 141GB is taken as NVIDIA quotes it, 141 * 10^9 bytes. Bandwidths and FLOP/s are decimal.
-  static const std::array<Hardware, 3> presets = {{
+  // - A100 datasheet, A100 40GB: "GPU Memory Bandwidth 1,555GB/s", "GPU Memory 40GB HBM2" (the
+  //   vLLM paper's device; binary like the 80GB part).
+  static const std::array<Hardware, 4> presets = {{
+      {"a100-40gb", 312e12, 1.555e12, 40 * kBytesPerGiB, 1},
       {"a100-80gb", 312e12, 2.039e12, 80 * kBytesPerGiB, 1},
       {"h100-sxm", 989e12, 3.35e12, 80 * kBytesPerGiB, 1},
       {"h200", 989e12, 4.8e12, 141 * kBytesPerGB, 1},
@@ -109,9 +112,9 @@ inline const std::array<Hardware, 3>& hardware_presets() {
 
 }  // namespace detail
 
-/// The hardware preset names: a100-80gb, h100-sxm, h200.
-inline std::array<std::string_view, 3> hardware_preset_names() {
-  std::array<std::string_view, 3> names{};
+/// The hardware preset names: a100-40gb, a100-80gb, h100-sxm, h200.
+inline std::array<std::string_view, 4> hardware_preset_names() {
+  std::array<std::string_view, 4> names{};
   for (std::size_t i = 0; i < names.size(); ++i) names[i] = detail::hardware_presets()[i].name;
   return names;
 }
