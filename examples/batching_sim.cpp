@@ -224,8 +224,8 @@ int main(int argc, char** argv) {
                   100.0 * st.utilization_waiting, 100.0 * co.utilization_waiting);
       std::printf("%-34s %11.1f%% %11.1f%%\n", "slot utilization over the whole run",
                   100.0 * st.utilization, 100.0 * co.utilization);
-      std::printf("%-34s %12.0f %12.0f\n", "  of which drain steps (no one waits)",
-                  st.drain_steps, co.drain_steps);
+      std::printf("%-34s %12.0f %12.0f\n", "  of which drain steps (no one waits)", st.drain_steps,
+                  co.drain_steps);
       std::printf("%-34s %12.2f %12.2f\n", "throughput, tokens per step", throughput(st),
                   throughput(co));
       std::printf("%-34s %12.1f %12.1f\n", "latency p50, steps (arrival->done)", ss.e2e.p50,

@@ -74,9 +74,9 @@ struct PagedPrefillArgs {
   const QO* q = nullptr;                   ///< [q_indptr[num_seqs]][num_qo_heads][head_dim]
   const std::int32_t* q_indptr = nullptr;  ///< [num_seqs + 1], q_indptr[0] = 0, non-decreasing
   PagedKVView<const KV> kv;                ///< one layer's pages; kv.head_dim must equal head_dim
-  PageTableView pages;            ///< sequence s owns pages [page_begin(s), page_end(s))
-  std::int32_t num_qo_heads = 0;  ///< query heads; a multiple of kv.num_kv_heads (GQA)
-  std::int32_t head_dim = 0;      ///< elements per head of q and out
+  PageTableView pages;                     ///< sequence s owns pages [page_begin(s), page_end(s))
+  std::int32_t num_qo_heads = 0;           ///< query heads; a multiple of kv.num_kv_heads (GQA)
+  std::int32_t head_dim = 0;               ///< elements per head of q and out
   /// Optional tree mask (speculative verification), ANDed with the causal/window rules: for
   /// each sequence in order, [n_s][seq_len(s)] bytes, nonzero = may attend; sequences are
   /// concatenated (sequence s starts at sum over r < s of n_r * seq_len(r)). Masked keys are
