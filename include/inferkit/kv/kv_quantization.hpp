@@ -193,9 +193,9 @@ inline Int4Params quantize_int4(std::span<const float> x, std::span<std::uint8_t
     lo = std::min(lo, lo_lanes[j]);
     hi = std::max(hi, hi_lanes[j]);
   }
-  for (; i < x.size(); ++i) {
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
+  for (float v : x.subspan(i)) {  // the tail as a subspan, as in abs_max (g++ -O3 warning)
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
   }
   Int4Params p;
   if (hi == lo) {
