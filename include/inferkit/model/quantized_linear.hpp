@@ -59,9 +59,12 @@ struct LinearKernels {
 
 /// The kernels of `isa`; throws `Error{kUnsupported}` when this build or CPU lacks it.
 inline LinearKernels linear_kernels(LinearIsa isa) {
-  check_arg(linear_isa_supported(isa), ErrorCode::kUnsupported, "cpu isa", linear_isa_name(isa),
-            "is not supported by this CPU or build; the best is",
-            linear_isa_name(probe_linear_isa()));
+  if (!linear_isa_supported(isa)) {
+    // Only here: CPUID traps to the hypervisor in a VM (microseconds), too slow for every call.
+    check_arg(false, ErrorCode::kUnsupported, "cpu isa", linear_isa_name(isa),
+              "is not supported by this CPU or build; the best is",
+              linear_isa_name(probe_linear_isa()));
+  }
   switch (isa) {
 #if INFERKIT_CPU_DISPATCH
     case LinearIsa::kAvx512:
