@@ -51,26 +51,55 @@ INFERKIT_FORCEINLINE void visit_type(GgmlType type, F&& f) {
   }
 }
 
-/// The fp32 weights of one unit at `p`: w = (q - 8) d (Q4_0), q d + m by one FMA (Q4_1), q d
-/// (Q8_0), the exact value (F16, BF16, F32).
 template <GgmlType kType>
-INFERKIT_FORCEINLINE void decode_unit(const std::byte* p, V* w) noexcept {
+inline constexpr int kScales = kType == GgmlType::kQ4_1 ? 2 : (kBlockType<kType> ? 1 : 0);
+
+/// Units per scale pass: the fp32 scales of up to 8 rows x 64 blocks sit in 4 KiB of stack.
+inline constexpr std::int64_t kSegmentUnits = 64;
+
+/// The fp32 block scales (d, then m for Q4_1) of units [u0, u0 + count) of the rows `w`, at
+/// out[(r * count + u) * kScales + s]. Converted 16 at a time, so the unit loops broadcast them
+/// from memory instead of converting each one through the shuffle port. The scale loads also
+/// touch every line of the segment first, so its quant bytes are in flight before they are used.
+template <GgmlType kType, int kRows>
+INFERKIT_FORCEINLINE void load_scales(const std::byte* const (&w)[kRows], std::int64_t u0,
+                                      std::int64_t count, float* out) noexcept {
+  if constexpr (kScales<kType> > 0) {
+    // A block's scales are its first 2 bytes (4: d then m), copied as one word.
+    constexpr std::size_t kWord = 2 * kScales<kType>;
+    std::uint16_t halves[kRows * kSegmentUnits * kScales<kType>];
+    auto* dst = reinterpret_cast<std::byte*>(halves);
+    INFERKIT_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const std::byte* block = w[r] + u0 * kUnitBytes<kType>;
+      std::int64_t u = 0;
+      for (; u + 4 <= count; u += 4) {
+        INFERKIT_UNROLL
+        for (int k = 0; k < 4; ++k) {
+          std::memcpy(dst + static_cast<std::size_t>(u + k) * kWord,
+                      block + (u + k) * kUnitBytes<kType>, kWord);
+        }
+      }
+      for (; u < count; ++u) {
+        std::memcpy(dst + static_cast<std::size_t>(u) * kWord, block + u * kUnitBytes<kType>,
+                    kWord);
+      }
+      dst += static_cast<std::size_t>(count) * kWord;
+    }
+    Simd::halfs_to_floats(halves, out, static_cast<int>(kRows * count * kScales<kType>));
+  }
+}
+
+/// The fp32 weights of one unit at `p` with its fp32 scales `scale`: w = (q - 8) d (Q4_0),
+/// q d + m by one FMA (Q4_1), q d (Q8_0), the exact value (F16, BF16, F32).
+template <GgmlType kType>
+INFERKIT_FORCEINLINE void decode_unit(const std::byte* p, const float* scale, V* w) noexcept {
   if constexpr (kType == GgmlType::kQ4_0) {
-    const V d = Simd::set1(Simd::half(p));
-    const V minus8 = Simd::set1(-8.0f);
-    Simd::nibbles(p + 2, w[0], w[1]);
-    w[0] = Simd::mul(Simd::add(w[0], minus8), d);
-    w[1] = Simd::mul(Simd::add(w[1], minus8), d);
+    Simd::q4_0(p + 2, Simd::set1(scale[0]), w[0], w[1]);
   } else if constexpr (kType == GgmlType::kQ4_1) {
-    const V d = Simd::set1(Simd::half(p));
-    const V m = Simd::set1(Simd::half(p + 2));
-    Simd::nibbles(p + 4, w[0], w[1]);
-    w[0] = Simd::fma(w[0], d, m);
-    w[1] = Simd::fma(w[1], d, m);
+    Simd::q4_1(p + 4, Simd::set1(scale[0]), Simd::set1(scale[1]), w[0], w[1]);
   } else if constexpr (kType == GgmlType::kQ8_0) {
-    const V d = Simd::set1(Simd::half(p));
-    w[0] = Simd::mul(Simd::int8s(p + 2), d);
-    w[1] = Simd::mul(Simd::int8s(p + 18), d);
+    Simd::q8_0(p + 2, Simd::set1(scale[0]), w[0], w[1]);
   } else if constexpr (kType == GgmlType::kF16) {
     w[0] = Simd::halfs(p);
   } else if constexpr (kType == GgmlType::kBF16) {
@@ -92,18 +121,39 @@ INFERKIT_FORCEINLINE V decode_tail(const std::byte* p, int count) noexcept {
   }
 }
 
+/// out[i] = Simd::hsum(acc[i]) for i < kCount, 16 at a time where the policy can (the same
+/// additions, shuffled so that 16 sums share each add instruction).
+template <int kCount>
+INFERKIT_FORCEINLINE void hsum_n(const V* acc, float* out) noexcept {
+  int i = 0;
+  if constexpr (Simd::kBatchedHsum) {
+    for (; i + 16 <= kCount; i += 16) Simd::hsum16(acc + i, out + i);
+    if (kCount - i >= 8) {
+      V padded[16];
+      float sums[16];
+      for (int k = 0; k < 16; ++k) padded[k] = i + k < kCount ? acc[i + k] : Simd::zero();
+      Simd::hsum16(padded, sums);
+      for (int k = 0; i + k < kCount; ++k) out[i + k] = sums[k];
+      i = kCount;
+    }
+  }
+  for (; i < kCount; ++i) out[i] = Simd::hsum(acc[i]);
+}
+
 /// Writes the lane sums of a kRows x kTokens accumulator tile for rows r0.. and tokens t0..,
 /// skipping the clamped duplicates past the last row or token.
 template <int kRows, int kTokens>
 INFERKIT_FORCEINLINE void store_tile(const LinearJob& job, std::int64_t r0, std::int64_t t0,
                                      const V (&acc)[kRows][kTokens]) noexcept {
+  float sums[kRows * kTokens];
+  hsum_n<kRows * kTokens>(&acc[0][0], sums);
   INFERKIT_UNROLL
   for (int t = 0; t < kTokens; ++t) {
     if (t0 + t >= job.n) break;
     float* y = job.y + (t0 + t) * job.rows + r0;
     INFERKIT_UNROLL
     for (int r = 0; r < kRows; ++r) {
-      if (r0 + r < job.rows) y[r] = Simd::hsum(acc[r][t]);
+      if (r0 + r < job.rows) y[r] = sums[r * kTokens + t];
     }
   }
 }
@@ -115,8 +165,8 @@ INFERKIT_FORCEINLINE const float* token_row(const LinearJob& job, std::int64_t t
 
 /// Rows r0..r0+kRows-1 x tokens t0..t0+kTokens-1, decoding each weight unit in registers once
 /// for all kTokens tokens. Rows and tokens past the end repeat the last one (and are not stored).
-/// The weights ahead are prefetched: rows are consecutive, so the tile after the next starts
-/// 2 kRows rows on, and each unit step touches its share of it.
+/// The tile after the next (rows are consecutive: 2 kRows rows on) is prefetched, a share of it
+/// at each unit step.
 template <GgmlType kType, int kRows, int kTokens>
 inline void fused_tile(const LinearJob& job, std::int64_t r0, std::int64_t t0) noexcept {
   const std::byte* w[kRows];
@@ -134,30 +184,36 @@ inline void fused_tile(const LinearJob& job, std::int64_t r0, std::int64_t t0) n
     for (int t = 0; t < kTokens; ++t) acc[r][t] = Simd::zero();
   }
   constexpr int kVectors = kUnitVectors<kType>;
+  constexpr int kS = kScales<kType> > 0 ? kScales<kType> : 1;
   const std::int64_t units = job.cols / kUnitValues<kType>;
-  // Bytes of the tile two ahead, spread over this tile's unit steps in 64-byte lines.
   std::int64_t ahead = (r0 + 2 * kRows) * job.row_bytes;
   const std::int64_t ahead_end = job.rows * job.row_bytes;
   const std::int64_t ahead_step = (kRows * job.row_bytes / (units > 0 ? units : 1) + 63) / 64 * 64;
-  for (std::int64_t u = 0; u < units; ++u) {
-    for (std::int64_t b = 0; b < ahead_step && ahead < ahead_end; b += 64, ahead += 64) {
-      Simd::prefetch(job.w + ahead);
-    }
-    V xv[kTokens][kVectors];
-    INFERKIT_UNROLL
-    for (int t = 0; t < kTokens; ++t) {
-      INFERKIT_UNROLL
-      for (int v = 0; v < kVectors; ++v)
-        xv[t][v] = Simd::load(x[t] + u * kUnitValues<kType> + 16 * v);
-    }
-    INFERKIT_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      V wv[kVectors];
-      decode_unit<kType>(w[r] + u * kUnitBytes<kType>, wv);
+  float scales[kRows * kSegmentUnits * kS];
+  for (std::int64_t u0 = 0; u0 < units; u0 += kSegmentUnits) {
+    const std::int64_t count = units - u0 < kSegmentUnits ? units - u0 : kSegmentUnits;
+    load_scales<kType, kRows>(w, u0, count, scales);
+    for (std::int64_t u = 0; u < count; ++u) {
+      for (std::int64_t b = 0; b < ahead_step && ahead < ahead_end; b += 64, ahead += 64) {
+        Simd::prefetch(job.w + ahead);
+      }
+      const std::int64_t e = (u0 + u) * kUnitValues<kType>;
+      V xv[kTokens][kVectors];
       INFERKIT_UNROLL
       for (int t = 0; t < kTokens; ++t) {
         INFERKIT_UNROLL
-        for (int v = 0; v < kVectors; ++v) acc[r][t] = Simd::fma(wv[v], xv[t][v], acc[r][t]);
+        for (int v = 0; v < kVectors; ++v) xv[t][v] = Simd::load(x[t] + e + 16 * v);
+      }
+      INFERKIT_UNROLL
+      for (int r = 0; r < kRows; ++r) {
+        V wv[kVectors];
+        decode_unit<kType>(w[r] + (u0 + u) * kUnitBytes<kType>, scales + (r * count + u) * kS,
+                           wv);
+        INFERKIT_UNROLL
+        for (int t = 0; t < kTokens; ++t) {
+          INFERKIT_UNROLL
+          for (int v = 0; v < kVectors; ++v) acc[r][t] = Simd::fma(wv[v], xv[t][v], acc[r][t]);
+        }
       }
     }
   }
@@ -178,27 +234,38 @@ inline void fused_tile(const LinearJob& job, std::int64_t r0, std::int64_t t0) n
   store_tile<kRows, kTokens>(job, r0, t0, acc);
 }
 
-/// Decodes rows [r0, r0 + count) to fp32 rows of linear_panel_stride(cols) floats at `out`,
-/// each padded with zeros to whole vectors.
+/// Decodes one row of `cols` values to fp32 at `out`: exactly `cols` floats, or with `padded`,
+/// zeros after them up to whole vectors.
 template <GgmlType kType>
-inline void decode_panel(const LinearJob& job, std::int64_t r0, std::int64_t count,
-                         float* out) noexcept {
+inline void decode_row(const std::byte* row, std::int64_t cols, float* out, bool padded) noexcept {
   constexpr int kVectors = kUnitVectors<kType>;
-  const std::int64_t stride = linear_panel_stride(job.cols);
-  const std::int64_t units = job.cols / kUnitValues<kType>;
-  for (std::int64_t r = 0; r < count; ++r) {
-    const std::byte* row = job.w + (r0 + r) * job.row_bytes;
-    float* dst = out + r * stride;
-    for (std::int64_t u = 0; u < units; ++u) {
+  constexpr int kS = kScales<kType> > 0 ? kScales<kType> : 1;
+  const std::byte* const rows[1] = {row};
+  const std::int64_t units = cols / kUnitValues<kType>;
+  float scales[kSegmentUnits * kS];
+  for (std::int64_t u0 = 0; u0 < units; u0 += kSegmentUnits) {
+    const std::int64_t count = units - u0 < kSegmentUnits ? units - u0 : kSegmentUnits;
+    load_scales<kType, 1>(rows, u0, count, scales);
+    for (std::int64_t u = 0; u < count; ++u) {
       V wv[kVectors];
-      decode_unit<kType>(row + u * kUnitBytes<kType>, wv);
+      decode_unit<kType>(row + (u0 + u) * kUnitBytes<kType>, scales + u * kS, wv);
       INFERKIT_UNROLL
-      for (int v = 0; v < kVectors; ++v) Simd::store(dst + u * kUnitValues<kType> + 16 * v, wv[v]);
+      for (int v = 0; v < kVectors; ++v) {
+        Simd::store(out + (u0 + u) * kUnitValues<kType> + 16 * v, wv[v]);
+      }
     }
-    if constexpr (!kBlockType<kType>) {
-      const auto rem = static_cast<int>(job.cols - units * 16);
-      if (rem > 0)
-        Simd::store(dst + units * 16, decode_tail<kType>(row + units * kUnitBytes<kType>, rem));
+  }
+  if constexpr (!kBlockType<kType>) {
+    const auto rem = static_cast<int>(cols - units * 16);
+    if (rem > 0) {
+      const V tail = decode_tail<kType>(row + units * kUnitBytes<kType>, rem);
+      if (padded) {
+        Simd::store(out + units * 16, tail);
+      } else {
+        float bounce[16];
+        Simd::store(bounce, tail);
+        std::memcpy(out + units * 16, bounce, static_cast<std::size_t>(rem) * sizeof(float));
+      }
     }
   }
 }
@@ -273,9 +340,11 @@ inline void linear_rows_of(const LinearJob& job, std::int64_t r0, std::int64_t r
       panel = reinterpret_cast<const float*>(job.w + p * job.row_bytes);
       stride = job.cols;
     } else {
-      decode_panel<kType>(job, p, count, scratch);
-      panel = scratch;
       stride = linear_panel_stride(job.cols);
+      for (std::int64_t r = 0; r < count; ++r) {
+        decode_row<kType>(job.w + (p + r) * job.row_bytes, job.cols, scratch + r * stride, true);
+      }
+      panel = scratch;
     }
     for (std::int64_t t = 0; t < job.n; t += Simd::kTileTokens) {
       for (std::int64_t r = 0; r < count; r += Simd::kTileRows) {
@@ -296,27 +365,7 @@ inline void linear_rows(const LinearJob& job, std::int64_t r0, std::int64_t r1,
 /// `cols` fp32 values of one row of `type` at `row` into `out` (the weights the kernels use).
 inline void dequantize(GgmlType type, const std::byte* row, std::int64_t cols,
                        float* out) noexcept {
-  // A one-row panel into `out` needs the padding of whole vectors; decode into a vector-sized
-  // bounce for the tail instead, so `out` holds exactly `cols` floats.
-  const auto each = [&](auto type_constant) {
-    constexpr GgmlType kType = decltype(type_constant)::value;
-    constexpr int kVectors = kUnitVectors<kType>;
-    const std::int64_t units = cols / kUnitValues<kType>;
-    for (std::int64_t u = 0; u < units; ++u) {
-      V wv[kVectors];
-      decode_unit<kType>(row + u * kUnitBytes<kType>, wv);
-      for (int v = 0; v < kVectors; ++v) Simd::store(out + u * kUnitValues<kType> + 16 * v, wv[v]);
-    }
-    if constexpr (!kBlockType<kType>) {
-      const auto rem = static_cast<int>(cols - units * 16);
-      if (rem > 0) {
-        float tail[16];
-        Simd::store(tail, decode_tail<kType>(row + units * kUnitBytes<kType>, rem));
-        for (int i = 0; i < rem; ++i) out[units * 16 + i] = tail[i];
-      }
-    }
-  };
-  visit_type(type, each);
+  visit_type(type, [&](auto t) { decode_row<decltype(t)::value>(row, cols, out, false); });
 }
 
 }  // namespace inferkit::detail::INFERKIT_LINEAR_ISA

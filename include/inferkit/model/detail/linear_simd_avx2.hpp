@@ -40,6 +40,8 @@ struct Simd {
   static constexpr int kFusedRows = 4;
   static constexpr int kTileRows = 2;
   static constexpr int kTileTokens = 2;
+  /// hsum16 is 16 hsums here: no padding of 8 sums to 16.
+  static constexpr bool kBatchedHsum = false;
 
   /// All-ones in the first n (0-8) of 8 int lanes: maskload's mask.
   static __m256i first(int n) noexcept {
@@ -68,10 +70,17 @@ struct Simd {
     const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
     return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
   }
-  static float half(const std::byte* p) noexcept {
-    std::uint16_t bits = 0;
-    std::memcpy(&bits, p, sizeof(bits));
-    return _cvtsh_ss(bits);
+  static void hsum16(const V* a, float* out) noexcept {
+    for (int k = 0; k < 16; ++k) out[k] = hsum(a[k]);
+  }
+  /// `count` fp16 at `in` to fp32 at `out`.
+  static void halfs_to_floats(const std::uint16_t* in, float* out, int count) noexcept {
+    int i = 0;
+    for (; i + 8 <= count; i += 8) {
+      _mm256_storeu_ps(out + i,
+                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+    }
+    for (; i < count; ++i) out[i] = _cvtsh_ss(in[i]);
   }
   /// Bytes 0-7 and 8-15 of `b` as 8 floats each.
   static V widen_u8(__m128i b) noexcept {
@@ -89,12 +98,27 @@ struct Simd {
     return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)),
             _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(q, q)))};
   }
+  /// Q4_0: (q - 8) d; Q4_1: q d + m (one rounding); Q8_0: q d.
+  static void q4_0(const std::byte* qs, V d, V& lo, V& hi) noexcept {
+    nibbles(qs, lo, hi);
+    lo = mul(add(lo, set1(-8.0f)), d);
+    hi = mul(add(hi, set1(-8.0f)), d);
+  }
+  static void q4_1(const std::byte* qs, V d, V m, V& lo, V& hi) noexcept {
+    nibbles(qs, lo, hi);
+    lo = fma(lo, d, m);
+    hi = fma(hi, d, m);
+  }
+  static void q8_0(const std::byte* qs, V d, V& lo, V& hi) noexcept {
+    lo = mul(int8s(qs), d);
+    hi = mul(int8s(qs + 16), d);
+  }
   static V halfs(const std::byte* p) noexcept {
     return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)))};
   }
-  /// 8 bf16 at p (a lambda here would lose the target region under g++ when it decays to a
-  /// function pointer).
+  /// 8 bf16 at p (a member, not a lambda: g++ emits a lambda's static invoker outside the
+  /// target region).
   static __m256 bhalfs8(const std::byte* p) noexcept {
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));

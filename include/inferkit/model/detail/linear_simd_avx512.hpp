@@ -31,10 +31,13 @@ namespace inferkit::detail::linear_avx512 {
 struct Simd {
   using V = __m512;
   /// Rows of the one-token fused tile (independent FMA chains: 8 hide the FMA latency), and the
-  /// panel register tile: 4 rows x 6 tokens = 24 accumulators + 4 weight vectors + 1 activation.
+  /// panel register tile: 4 rows x 4 tokens = 16 accumulators (summed 16 at a time by hsum16)
+  /// + 4 weight vectors + 1 activation.
   static constexpr int kFusedRows = 8;
   static constexpr int kTileRows = 4;
-  static constexpr int kTileTokens = 6;
+  static constexpr int kTileTokens = 4;
+  /// hsum16 costs 46 instructions for 16 sums (hsum: 8 for one), worth padding 8 sums to 16.
+  static constexpr bool kBatchedHsum = true;
 
   static __mmask16 first(int n) noexcept { return static_cast<__mmask16>((1u << n) - 1u); }
   static V zero() noexcept { return _mm512_setzero_ps(); }
@@ -55,23 +58,69 @@ struct Simd {
     const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
     return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
   }
-  /// The fp16 value at p (unaligned).
-  static float half(const std::byte* p) noexcept {
-    std::uint16_t bits = 0;
-    std::memcpy(&bits, p, sizeof(bits));
-    return _cvtsh_ss(bits);
+  /// out[k] = hsum(a[k]) for k < 16: the same additions as hsum, transposed so that each
+  /// instruction adds pairs of 16 sums at once: (i, i+8) of two accumulators per add, then
+  /// (i, i+4) of four, (i, i+2) of eight, (i, i+1) of all sixteen.
+  static void hsum16(const V* a, float* out) noexcept {
+    V b[8], c[4], d[2];
+    for (int k = 0; k < 8; ++k) {  // [a[2k] lanes 0-7 | a[2k+1] lanes 0-7] + [lanes 8-15]
+      b[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    for (int k = 0; k < 4; ++k) {  // 128-bit lane q: (i, i+4) of a[4k + q]
+      c[k] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+    for (int k = 0; k < 2; ++k) {  // lane q: (i, i+2) of a[8k + q], then of a[8k + 4 + q]
+      d[k] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * k], c[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_ps(c[2 * k], c[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    // Lane 4q + j: the sum of a[4j + q]; the permutation puts sum k at lane k.
+    const V e = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                              _mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_ps(out, _mm512_permutexvar_ps(order, e));
   }
-  /// 16 bytes at p as nibbles: lo = byte & 15 (elements 0-15), hi = byte >> 4 (16-31).
-  static void nibbles(const std::byte* p, V& lo, V& hi) noexcept {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i mask = _mm_set1_epi8(0x0F);
-    lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(q, mask)));
-    hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), mask)));
+  /// `count` fp16 at `in` to fp32 at `out`.
+  static void halfs_to_floats(const std::uint16_t* in, float* out, int count) noexcept {
+    int i = 0;
+    for (; i + 16 <= count; i += 16) {
+      _mm512_storeu_ps(out + i,
+                       _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i))));
+    }
+    if (i < count) {
+      const __mmask16 m = first(count - i);
+      _mm512_mask_storeu_ps(out + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, in + i)));
+    }
   }
-  /// 16 int8 at p.
+  /// Q4 blocks by table lookup: vpermps reads the low 4 bits of each index lane, so the zero-
+  /// extended bytes index the low nibbles directly and, shifted by 4, the high ones; the table
+  /// holds the 16 dequantized values, computed as the other paths compute each weight.
+  static void q4_lookup(const std::byte* qs, V table, V& lo, V& hi) noexcept {
+    const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+    lo = _mm512_permutexvar_ps(q, table);
+    hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table);
+  }
+  static V iota() noexcept {
+    return _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  }
+  /// Q4_0: (q - 8) d for the 32 values of the 16 bytes at qs.
+  static void q4_0(const std::byte* qs, V d, V& lo, V& hi) noexcept {
+    q4_lookup(qs, _mm512_mul_ps(_mm512_sub_ps(iota(), _mm512_set1_ps(8.0f)), d), lo, hi);
+  }
+  /// Q4_1: q d + m (one rounding).
+  static void q4_1(const std::byte* qs, V d, V m, V& lo, V& hi) noexcept {
+    q4_lookup(qs, _mm512_fmadd_ps(iota(), d, m), lo, hi);
+  }
+  /// 16 int8 at p as floats.
   static V int8s(const std::byte* p) noexcept {
     return _mm512_cvtepi32_ps(
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  /// Q8_0: q d for the 32 int8 at qs.
+  static void q8_0(const std::byte* qs, V d, V& lo, V& hi) noexcept {
+    lo = _mm512_mul_ps(int8s(qs), d);
+    hi = _mm512_mul_ps(int8s(qs + 16), d);
   }
   static V halfs(const std::byte* p) noexcept {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));

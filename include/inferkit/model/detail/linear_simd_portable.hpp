@@ -28,6 +28,8 @@ struct Simd {
   static constexpr int kFusedRows = 4;
   static constexpr int kTileRows = 2;
   static constexpr int kTileTokens = 2;
+  /// hsum16 is 16 hsums here: no padding of 8 sums to 16.
+  static constexpr bool kBatchedHsum = false;
 
   static V zero() noexcept { return set1(0.0f); }
   static V set1(float a) noexcept {
@@ -65,10 +67,16 @@ struct Simd {
     }
     return a.v[0];
   }
+  static void hsum16(const V* a, float* out) noexcept {
+    for (int k = 0; k < 16; ++k) out[k] = hsum(a[k]);
+  }
   static float half(const std::byte* p) noexcept {
     std::uint16_t bits = 0;
     std::memcpy(&bits, p, sizeof(bits));
     return to_float(float16::from_bits(bits));
+  }
+  static void halfs_to_floats(const std::uint16_t* in, float* out, int count) noexcept {
+    for (int i = 0; i < count; ++i) out[i] = to_float(float16::from_bits(in[i]));
   }
   static void nibbles(const std::byte* p, V& lo, V& hi) noexcept {
     for (int i = 0; i < 16; ++i) {
@@ -81,6 +89,21 @@ struct Simd {
     V r;
     for (int i = 0; i < 16; ++i) r.v[i] = static_cast<float>(static_cast<std::int8_t>(p[i]));
     return r;
+  }
+  /// Q4_0: (q - 8) d; Q4_1: q d + m; Q8_0: q d.
+  static void q4_0(const std::byte* qs, const V& d, V& lo, V& hi) noexcept {
+    nibbles(qs, lo, hi);
+    lo = mul(add(lo, set1(-8.0f)), d);
+    hi = mul(add(hi, set1(-8.0f)), d);
+  }
+  static void q4_1(const std::byte* qs, const V& d, const V& m, V& lo, V& hi) noexcept {
+    nibbles(qs, lo, hi);
+    lo = fma(lo, d, m);
+    hi = fma(hi, d, m);
+  }
+  static void q8_0(const std::byte* qs, const V& d, V& lo, V& hi) noexcept {
+    lo = mul(int8s(qs), d);
+    hi = mul(int8s(qs + 16), d);
   }
   static V halfs_partial(const std::byte* p, int n) noexcept {
     V r = zero();
