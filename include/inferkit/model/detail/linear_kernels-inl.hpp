@@ -64,7 +64,7 @@ inline constexpr std::int64_t kSegmentUnits = 64;
 template <GgmlType kType, int kRows>
 INFERKIT_FORCEINLINE void load_scales(const std::byte* const (&w)[kRows], std::int64_t u0,
                                       std::int64_t count, float* out) noexcept {
-  if constexpr (kScales<kType> > 0) {
+  if constexpr (kScales < kType >> 0) {
     // A block's scales are its first 2 bytes (4: d then m), copied as one word.
     constexpr std::size_t kWord = 2 * kScales<kType>;
     std::uint16_t halves[kRows * kSegmentUnits * kScales<kType>];
@@ -184,7 +184,7 @@ inline void fused_tile(const LinearJob& job, std::int64_t r0, std::int64_t t0) n
     for (int t = 0; t < kTokens; ++t) acc[r][t] = Simd::zero();
   }
   constexpr int kVectors = kUnitVectors<kType>;
-  constexpr int kS = kScales<kType> > 0 ? kScales<kType> : 1;
+  constexpr int kS = kScales < kType >> 0 ? kScales<kType> : 1;
   const std::int64_t units = job.cols / kUnitValues<kType>;
   std::int64_t ahead = (r0 + 2 * kRows) * job.row_bytes;
   const std::int64_t ahead_end = job.rows * job.row_bytes;
@@ -207,8 +207,7 @@ inline void fused_tile(const LinearJob& job, std::int64_t r0, std::int64_t t0) n
       INFERKIT_UNROLL
       for (int r = 0; r < kRows; ++r) {
         V wv[kVectors];
-        decode_unit<kType>(w[r] + (u0 + u) * kUnitBytes<kType>, scales + (r * count + u) * kS,
-                           wv);
+        decode_unit<kType>(w[r] + (u0 + u) * kUnitBytes<kType>, scales + (r * count + u) * kS, wv);
         INFERKIT_UNROLL
         for (int t = 0; t < kTokens; ++t) {
           INFERKIT_UNROLL
@@ -239,7 +238,7 @@ inline void fused_tile(const LinearJob& job, std::int64_t r0, std::int64_t t0) n
 template <GgmlType kType>
 inline void decode_row(const std::byte* row, std::int64_t cols, float* out, bool padded) noexcept {
   constexpr int kVectors = kUnitVectors<kType>;
-  constexpr int kS = kScales<kType> > 0 ? kScales<kType> : 1;
+  constexpr int kS = kScales < kType >> 0 ? kScales<kType> : 1;
   const std::byte* const rows[1] = {row};
   const std::int64_t units = cols / kUnitValues<kType>;
   float scales[kSegmentUnits * kS];
@@ -330,26 +329,32 @@ inline void linear_rows_of(const LinearJob& job, std::int64_t r0, std::int64_t r
     for (std::int64_t r = r0; r < r1; r += kRows) fused_tile<kType, kRows, 2>(job, r, 0);
     return;
   }
-  for (std::int64_t p = r0; p < r1; p += kLinearPanelRows) {
-    const std::int64_t count = r1 - p < kLinearPanelRows ? r1 - p : kLinearPanelRows;
-    const float* panel = nullptr;
-    std::int64_t stride = 0;
-    if constexpr (kType == GgmlType::kF32) {
-      // fp32 rows are already what a decoded panel holds (rows are not padded: the tail is
-      // read with a partial load, which gives the same zero lanes).
-      panel = reinterpret_cast<const float*>(job.w + p * job.row_bytes);
-      stride = job.cols;
-    } else {
-      stride = linear_panel_stride(job.cols);
-      for (std::int64_t r = 0; r < count; ++r) {
-        decode_row<kType>(job.w + (p + r) * job.row_bytes, job.cols, scratch + r * stride, true);
+  // Tokens in blocks whose activations stay in L2 next to the panel; each block decodes the
+  // panels again (cheap next to the block's multiply-adds).
+  const std::int64_t block_tokens = linear_token_block(job.cols, Simd::kTileTokens);
+  for (std::int64_t t0 = 0; t0 < job.n; t0 += block_tokens) {
+    const std::int64_t t1 = job.n - t0 < block_tokens ? job.n : t0 + block_tokens;
+    for (std::int64_t p = r0; p < r1; p += kLinearPanelRows) {
+      const std::int64_t count = r1 - p < kLinearPanelRows ? r1 - p : kLinearPanelRows;
+      const float* panel = nullptr;
+      std::int64_t stride = 0;
+      if constexpr (kType == GgmlType::kF32) {
+        // fp32 rows are already what a decoded panel holds (rows are not padded: the tail is
+        // read with a partial load, which gives the same zero lanes).
+        panel = reinterpret_cast<const float*>(job.w + p * job.row_bytes);
+        stride = job.cols;
+      } else {
+        stride = linear_panel_stride(job.cols);
+        for (std::int64_t r = 0; r < count; ++r) {
+          decode_row<kType>(job.w + (p + r) * job.row_bytes, job.cols, scratch + r * stride, true);
+        }
+        panel = scratch;
       }
-      panel = scratch;
-    }
-    for (std::int64_t t = 0; t < job.n; t += Simd::kTileTokens) {
-      for (std::int64_t r = 0; r < count; r += Simd::kTileRows) {
-        panel_tile<Simd::kTileRows, Simd::kTileTokens>(panel + r * stride, stride, count - r, job,
-                                                       p + r, t);
+      for (std::int64_t t = t0; t < t1; t += Simd::kTileTokens) {
+        for (std::int64_t r = 0; r < count; r += Simd::kTileRows) {
+          panel_tile<Simd::kTileRows, Simd::kTileTokens>(panel + r * stride, stride, count - r, job,
+                                                         p + r, t);
+        }
       }
     }
   }
