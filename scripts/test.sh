@@ -56,6 +56,11 @@ clang-format --dry-run -Werror "${sources[@]}"
 phase "doxygen: the API reference, warnings are errors"
 bash scripts/docs.sh || fail "doxygen (scripts/docs.sh)"
 
+phase "model: SmolLM2-135M-Instruct for the model tests (scripts/fetch-model.sh)"
+INFERKIT_MODEL=$(bash scripts/fetch-model.sh | tail -1)
+export INFERKIT_MODEL
+echo "INFERKIT_MODEL=$INFERKIT_MODEL"
+
 phase "dev preset: build (warnings are errors) and test"
 cmake --preset dev >/dev/null
 cmake --build --preset dev

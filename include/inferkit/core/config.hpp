@@ -72,6 +72,24 @@
 #  define INFERKIT_HAS_OPENMP 0
 #endif
 
+// INFERKIT_ARCH_X86: 1 on x86 targets.
+#if defined(__x86_64__) || defined(__i386__)
+#  define INFERKIT_ARCH_X86 1
+#else
+#  define INFERKIT_ARCH_X86 0
+#endif
+
+// INFERKIT_CPU_DISPATCH: 1 where CPU kernels are compiled for several x86 ISAs in every TU
+// (function-level target regions: `#pragma GCC target` for g++, `#pragma clang attribute` for
+// clang, which is the compiler whenever this is 1 and INFERKIT_COMPILER_GCC is 0) and one is
+// chosen at run time by CPUID: x86 with g++ or clang, outside nvcc. Elsewhere only the portable
+// path exists.
+#if INFERKIT_ARCH_X86 && (defined(__GNUC__) || defined(__clang__)) && !INFERKIT_CUDA_COMPILER
+#  define INFERKIT_CPU_DISPATCH 1
+#else
+#  define INFERKIT_CPU_DISPATCH 0
+#endif
+
 // INFERKIT_HAS_AVX512: 1 when AVX-512 F/BW/VL are enabled for this TU (for CPU kernels).
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #  define INFERKIT_HAS_AVX512 1

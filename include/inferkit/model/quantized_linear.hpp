@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+// Linear layers over GGUF weights: y = x · Wᵀ with W in ggml's Q4_0, Q4_1, Q8_0, F16, BF16 or
+// F32 blocks exactly as the file stores them, fp32 activations and fp32 accumulation. The
+// model's forward pass calls linear() for every projection of a step (one token per sequence in
+// decode, many in prefill) and dequantize_row() for embedding lookups. Results are
+// batch-invariant: a token's outputs are the same bits whatever else is in the batch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <inferkit/core/config.hpp>
+#include <inferkit/core/error.hpp>
+#include <inferkit/model/detail/linear_isa.hpp>
+#include <inferkit/model/detail/linear_job.hpp>
+#include <inferkit/model/detail/linear_simd_avx2.hpp>
+#include <inferkit/model/detail/linear_simd_avx512.hpp>
+#include <inferkit/model/detail/linear_simd_portable.hpp>
+#include <inferkit/model/ggml_type.hpp>
+#include <limits>
+#include <memory>
+
+#if INFERKIT_HAS_OPENMP
+#  include <omp.h>
+#endif
+
+namespace inferkit {
+
+/// A weight matrix as a GGUF tensor of dims {cols, rows} stores it: `rows` rows (output
+/// features), each holding `cols` inputs as consecutive ggml blocks of `type`, that is
+/// ggml_row_bytes(type, cols) bytes per row, rows back to back. A view: `data` is not owned.
+struct LinearWeights {
+  GgmlType type = GgmlType::kF32;   ///< element type
+  std::int64_t rows = 0;            ///< output features
+  std::int64_t cols = 0;            ///< input features (a multiple of 32 for block types)
+  const std::byte* data = nullptr;  ///< [rows][ggml_row_bytes(type, cols)] bytes
+};
+
+/// Checks that `w` describes a readable matrix. Throws `Error{kUnsupported}` for a type other
+/// than Q4_0, Q4_1, Q8_0, F16, BF16, F32; `Error{kInvalidArgument}` for negative rows or cols,
+/// cols not a whole number of blocks, or null data for a non-empty matrix; `Error{kOutOfRange}`
+/// when the matrix's size in bytes overflows int64.
+inline void validate(const LinearWeights& w) {
+  const std::int64_t row_bytes = ggml_row_bytes(w.type, w.cols);
+  check_arg(w.rows >= 0, ErrorCode::kInvalidArgument, "rows", w.rows, "must be >=", 0);
+  check_arg(row_bytes == 0 || w.rows <= std::numeric_limits<std::int64_t>::max() / row_bytes,
+            ErrorCode::kOutOfRange, "rows", w.rows, "times the row bytes overflow int64; row bytes",
+            row_bytes);
+  check_arg(w.data != nullptr || w.rows == 0 || w.cols == 0, ErrorCode::kInvalidArgument,
+            "data of a rows x cols matrix with rows", w.rows, "is null; cols", w.cols);
+}
+
+namespace detail {
+
+/// One path's kernels: rows [r0, r1) of a job, and one row's dequantization.
+struct LinearKernels {
+  void (*rows)(const LinearJob& job, std::int64_t r0, std::int64_t r1, float* scratch) noexcept;
+  void (*dequantize)(GgmlType type, const std::byte* row, std::int64_t cols, float* out) noexcept;
+};
+
+/// The kernels of `isa`; throws `Error{kUnsupported}` when this build or CPU lacks it.
+inline LinearKernels linear_kernels(LinearIsa isa) {
+  if (!linear_isa_supported(isa)) {
+    // Only here: CPUID traps to the hypervisor in a VM (microseconds), too slow for every call.
+    check_arg(false, ErrorCode::kUnsupported, "cpu isa", linear_isa_name(isa),
+              "is not supported by this CPU or build; the best is",
+              linear_isa_name(probe_linear_isa()));
+  }
+  switch (isa) {
+#if INFERKIT_CPU_DISPATCH
+    case LinearIsa::kAvx512:
+      return {&linear_avx512::linear_rows, &linear_avx512::dequantize};
+    case LinearIsa::kAvx2:
+      return {&linear_avx2::linear_rows, &linear_avx2::dequantize};
+#endif
+    default:
+      break;
+  }
+  return {&linear_baseline::linear_rows, &linear_baseline::dequantize};
+}
+
+/// Multiply-adds below which linear() stays on the calling thread: waking a team costs about
+/// as much as a 64K-MAC product.
+inline constexpr std::int64_t kLinearParallelMinMacs = std::int64_t{1} << 16;
+
+/// linear() on the path `isa` (tests run every path; linear() takes the process's path).
+inline void linear_on(LinearIsa isa, const LinearWeights& w, const float* x, std::int64_t n,
+                      float* y) {
+  validate(w);
+  check_arg(n >= 0, ErrorCode::kInvalidArgument, "n (tokens)", n, "must be >=", 0);
+  if (n == 0 || w.rows == 0) return;
+  check_arg(y != nullptr, ErrorCode::kInvalidArgument, "y of tokens", n, "is null; rows", w.rows);
+  check_arg(x != nullptr || w.cols == 0, ErrorCode::kInvalidArgument, "x of tokens", n,
+            "is null; cols", w.cols);
+  const LinearKernels kernels = linear_kernels(isa);
+  LinearJob job;
+  job.type = w.type;
+  job.w = w.data;
+  job.rows = w.rows;
+  job.cols = w.cols;
+  job.row_bytes = ggml_row_bytes(w.type, w.cols);
+  job.x = x;
+  job.n = n;
+  job.y = y;
+  // Threads take contiguous runs of whole panels; no row's dot product is ever split.
+  const std::int64_t panels = (w.rows + kLinearPanelRows - 1) / kLinearPanelRows;
+  const std::int64_t scratch_floats = linear_scratch_floats(job);
+  const bool parallel = panels > 1 && w.rows * w.cols * n >= kLinearParallelMinMacs;
+#if INFERKIT_HAS_OPENMP
+  const int max_threads = parallel ? omp_get_max_threads() : 1;
+#else
+  const int max_threads = 1;
+#endif
+  // Allocated here, not in the parallel region, where bad_alloc could not propagate.
+  const std::unique_ptr<float[]> scratch(
+      scratch_floats > 0 ? new float[static_cast<std::size_t>(scratch_floats * max_threads)]
+                         : nullptr);
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel num_threads(max_threads) if (parallel)
+#endif
+  {
+#if INFERKIT_HAS_OPENMP
+    const int threads = omp_get_num_threads();
+    const int id = omp_get_thread_num();
+#else
+    const int threads = 1;
+    const int id = 0;
+#endif
+    const std::int64_t p0 = panels * id / threads;
+    const std::int64_t p1 = panels * (id + 1) / threads;
+    const std::int64_t r0 = p0 * kLinearPanelRows;
+    const std::int64_t r1 = p1 * kLinearPanelRows < w.rows ? p1 * kLinearPanelRows : w.rows;
+    if (r0 < r1) kernels.rows(job, r0, r1, scratch ? scratch.get() + id * scratch_floats : nullptr);
+  }
+}
+
+/// dequantize_row() on the path `isa`.
+inline void dequantize_row_on(LinearIsa isa, GgmlType type, const std::byte* row, std::int64_t cols,
+                              float* out) {
+  (void)ggml_row_bytes(type, cols);
+  if (cols == 0) return;
+  check_arg(row != nullptr, ErrorCode::kInvalidArgument, "row of cols", cols, "is", "null");
+  check_arg(out != nullptr, ErrorCode::kInvalidArgument, "out of cols", cols, "is", "null");
+  linear_kernels(isa).dequantize(type, row, cols, out);
+}
+
+}  // namespace detail
+
+/// Decodes one row of `cols` values of `type` at `row` into `out[cols]` as fp32: exactly the
+/// weights linear() multiplies (Q4_0: (q - 8) d; Q4_1: q d + m, rounded once; Q8_0: q d; float
+/// types: their exact value). Use it for embedding lookups. Throws `Error{kUnsupported}` for an
+/// unreadable type, `Error{kInvalidArgument}` for cols that are negative or not a whole number of
+/// blocks, or null pointers when cols > 0. O(cols).
+inline void dequantize_row(GgmlType type, const std::byte* row, std::int64_t cols, float* out) {
+  detail::dequantize_row_on(detail::linear_isa(), type, row, cols, out);
+}
+
+/// y[n][rows] = x[n][cols] · Wᵀ: fp32 activations `x` (token t at x + t cols), fp32
+/// accumulation, one output row per weight row (token t at y + t rows); `y` must not overlap `x`.
+/// n = 1 (decode) streams the weights once, decoding each block in registers; larger n decodes
+/// 16-row panels once to fp32 and reuses them across register tiles of tokens.
+///
+/// Batch-invariant: y[t][r] is the same float whatever n is, whatever the other tokens are, and
+/// however many OpenMP threads run (each row's dot product has one fixed order and runs on one
+/// thread). The instruction-set path is chosen once per process (AVX-512, AVX2+FMA+F16C or
+/// portable, by CPUID; INFERKIT_CPU_ISA=avx512|avx2|baseline forces one); the AVX-512 and AVX2
+/// paths give the same floats, the portable one may differ in the last bits.
+///
+/// Throws what validate() throws, `Error{kInvalidArgument}` for n < 0 or null x / y when they
+/// are read or written, and `Error{kInvalidArgument}` / `Error{kUnsupported}` when
+/// INFERKIT_CPU_ISA names an unknown path or one this CPU lacks. O(n rows cols) multiply-adds.
+inline void linear(const LinearWeights& w, const float* x, std::int64_t n, float* y) {
+  detail::linear_on(detail::linear_isa(), w, x, n, y);
+}
+
+}  // namespace inferkit
