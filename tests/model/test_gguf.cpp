@@ -10,10 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <inferkit/model/gguf.hpp>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <string>
 #include <tests/support/error_code.hpp>
+#include <tests/support/gguf_seeds.hpp>
 #include <tests/support/gguf_writer.hpp>
 #include <tests/support/model_files.hpp>
 #include <vector>
@@ -481,4 +483,31 @@ TEST_CASE("GgufFile: the SmolLM2-135M-Instruct file", "[model][gguf]") {
   const GgufTensorInfo& last = f.tensors().back();
   CHECK(f.data_offset() + last.offset + static_cast<std::uint64_t>(last.num_bytes) ==
         f.bytes().size());
+}
+
+TEST_CASE("GgufFile: write the fuzz seed corpus", "[.][fuzz_seeds]") {
+  // Run explicitly (inferkit_test_model "[fuzz_seeds]") after changing
+  // tests/support/gguf_seeds.hpp.
+  const std::filesystem::path dir = test::source_path("tests/fuzz/corpus/gguf");
+  std::filesystem::create_directories(dir);
+  for (const auto& [name, image] : test::gguf_fuzz_seeds()) {
+    std::ofstream out(dir / name, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(image.data()),
+              static_cast<std::streamsize>(image.size()));
+  }
+}
+
+TEST_CASE("GgufFile: the committed fuzz seeds are these valid files", "[model][gguf]") {
+  const std::filesystem::path dir = test::source_path("tests/fuzz/corpus/gguf");
+  for (const auto& [name, image] : test::gguf_fuzz_seeds()) {
+    INFO(name);
+    CHECK(image.size() <= 4096);  // scripts/fuzz.sh passes -max_len=4096
+    CHECK_NOTHROW(GgufFile::from_bytes(image));
+    std::ifstream in(dir / name, std::ios::binary);
+    const std::vector<char> file((std::istreambuf_iterator<char>(in)),
+                                 std::istreambuf_iterator<char>());
+    CHECK(file.size() == image.size());
+    CHECK(
+        (file.size() == image.size() && std::memcmp(file.data(), image.data(), file.size()) == 0));
+  }
 }
