@@ -283,7 +283,10 @@ TEST_CASE("BpeTokenizer: SmolLM2 matches llama.cpp's golden tokenizations",
   }
   const std::vector<test::JsonValue> lines = test::read_json_lines(golden);
   REQUIRE_FALSE(lines.empty());
+  int compared = 0;
   for (const test::JsonValue& line : lines) {
+    if (line.object.contains("meta")) continue;  // the first line: how the file was made
+    ++compared;
     const std::string& text = line.at("text").string;
     const bool parse_special =
         line.object.contains("parse_special") && line.at("parse_special").boolean;
@@ -294,4 +297,34 @@ TEST_CASE("BpeTokenizer: SmolLM2 matches llama.cpp's golden tokenizations",
     CHECK(t->encode(text, parse_special) == want);
     CHECK(t->decode(t->encode(text, parse_special)) == text);
   }
+  CHECK(compared >= 500);
+}
+
+TEST_CASE("BpeTokenizer: SmolLM2 chat prompts render and encode as llama.cpp's",
+          "[model][bpe_tokenizer]") {
+  const BpeTokenizer* t = smollm2();
+  const std::string golden = test::source_path("tests/data/smollm2_greedy.jsonl");
+  if (t == nullptr || !std::filesystem::exists(golden)) {
+    WARN("SmolLM2 or tests/data/smollm2_greedy.jsonl missing: chat prompt comparison skipped");
+    return;
+  }
+  int chats = 0;
+  for (const test::JsonValue& line : test::read_json_lines(golden)) {
+    if (line.object.contains("meta")) continue;
+    const std::string& prompt = line.at("prompt_text").string;
+    Ids want;
+    for (const test::JsonValue& id : line.at("prompt_ids").array) {
+      want.push_back(static_cast<TokenId>(id.number));
+    }
+    INFO(line.at("name").string);
+    CHECK(t->encode(prompt, true) == want);
+    if (line.at("kind").string != "chat") continue;
+    ++chats;
+    std::vector<ChatMessage> messages;
+    for (const test::JsonValue& m : line.at("messages").array) {
+      messages.push_back({m.at("role").string, m.at("content").string});
+    }
+    CHECK(t->chat_prompt(messages, true) == prompt);
+  }
+  CHECK(chats >= 3);
 }
