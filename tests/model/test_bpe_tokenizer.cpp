@@ -41,6 +41,27 @@ const BpeTokenizer* smollm2() {
   return t ? &*t : nullptr;
 }
 
+/// The records of golden file tests/data/`name` (its first, "meta" line left out), or nullopt
+/// (with a warning) when it or the model is missing.
+std::optional<std::vector<test::JsonValue>> golden_records(const std::string& name) {
+  const std::string path = test::source_path("tests/data/" + name);
+  if (smollm2() == nullptr || !std::filesystem::exists(path)) {
+    WARN("SmolLM2 or tests/data/" << name << " missing: golden comparison skipped");
+    return std::nullopt;
+  }
+  std::vector<test::JsonValue> records;
+  for (test::JsonValue& line : test::read_json_lines(path)) {
+    if (!line.object.contains("meta")) records.push_back(std::move(line));
+  }
+  return records;
+}
+
+Ids ids_of(const test::JsonValue& array) {
+  Ids ids;
+  for (const test::JsonValue& id : array.array) ids.push_back(static_cast<TokenId>(id.number));
+  return ids;
+}
+
 TokenId byte(char c) { return static_cast<unsigned char>(c); }  // tiny: byte b is token b
 
 /// Random valid UTF-8 of `n` code points, drawn from ASCII, whitespace, Latin, CJK, emoji and
@@ -275,56 +296,38 @@ TEST_CASE("BpeTokenizer: SmolLM2 agrees with Hugging Face tokenizers", "[model][
 
 TEST_CASE("BpeTokenizer: SmolLM2 matches llama.cpp's golden tokenizations",
           "[model][bpe_tokenizer]") {
-  const BpeTokenizer* t = smollm2();
-  const std::string golden = test::source_path("tests/data/smollm2_tokens.jsonl");
-  if (t == nullptr || !std::filesystem::exists(golden)) {
-    WARN("SmolLM2 or tests/data/smollm2_tokens.jsonl missing: golden comparison skipped");
-    return;
-  }
-  const std::vector<test::JsonValue> lines = test::read_json_lines(golden);
-  REQUIRE_FALSE(lines.empty());
-  int compared = 0;
-  for (const test::JsonValue& line : lines) {
-    if (line.object.contains("meta")) continue;  // the first line: how the file was made
-    ++compared;
-    const std::string& text = line.at("text").string;
-    const bool parse_special =
-        line.object.contains("parse_special") && line.at("parse_special").boolean;
-    Ids want;
-    for (const test::JsonValue& id : line.at("ids").array)
-      want.push_back(static_cast<TokenId>(id.number));
+  const std::optional<std::vector<test::JsonValue>> records =
+      golden_records("smollm2_tokens.jsonl");
+  if (!records) return;
+  const BpeTokenizer& t = *smollm2();
+  CHECK(records->size() >= 500);
+  for (const test::JsonValue& r : *records) {
+    const std::string& text = r.at("text").string;
+    const bool parse_special = r.at("parse_special").boolean;
     INFO("text: " << text << " (parse_special " << parse_special << ")");
-    CHECK(t->encode(text, parse_special) == want);
-    CHECK(t->decode(t->encode(text, parse_special)) == text);
+    CHECK(t.encode(text, parse_special) == ids_of(r.at("ids")));
+    CHECK(t.decode(t.encode(text, parse_special)) == text);
   }
-  CHECK(compared >= 500);
 }
 
 TEST_CASE("BpeTokenizer: SmolLM2 chat prompts render and encode as llama.cpp's",
           "[model][bpe_tokenizer]") {
-  const BpeTokenizer* t = smollm2();
-  const std::string golden = test::source_path("tests/data/smollm2_greedy.jsonl");
-  if (t == nullptr || !std::filesystem::exists(golden)) {
-    WARN("SmolLM2 or tests/data/smollm2_greedy.jsonl missing: chat prompt comparison skipped");
-    return;
-  }
+  const std::optional<std::vector<test::JsonValue>> records =
+      golden_records("smollm2_greedy.jsonl");
+  if (!records) return;
+  const BpeTokenizer& t = *smollm2();
   int chats = 0;
-  for (const test::JsonValue& line : test::read_json_lines(golden)) {
-    if (line.object.contains("meta")) continue;
-    const std::string& prompt = line.at("prompt_text").string;
-    Ids want;
-    for (const test::JsonValue& id : line.at("prompt_ids").array) {
-      want.push_back(static_cast<TokenId>(id.number));
-    }
-    INFO(line.at("name").string);
-    CHECK(t->encode(prompt, true) == want);
-    if (line.at("kind").string != "chat") continue;
+  for (const test::JsonValue& r : *records) {
+    const std::string& prompt = r.at("prompt_text").string;
+    INFO(r.at("name").string);
+    CHECK(t.encode(prompt, true) == ids_of(r.at("prompt_ids")));
+    if (r.at("kind").string != "chat") continue;
     ++chats;
     std::vector<ChatMessage> messages;
-    for (const test::JsonValue& m : line.at("messages").array) {
+    for (const test::JsonValue& m : r.at("messages").array) {
       messages.push_back({m.at("role").string, m.at("content").string});
     }
-    CHECK(t->chat_prompt(messages, true) == prompt);
+    CHECK(t.chat_prompt(messages, true) == prompt);
   }
   CHECK(chats >= 3);
 }

@@ -388,14 +388,8 @@ TEST_CASE("GgufFile: bad tensor infos are rejected", "[model][gguf]") {
 
 TEST_CASE("GgufFile: llama tensor shapes must agree with the hyperparameters", "[model][gguf]") {
   const auto llama = [](std::uint64_t k_rows, std::uint64_t layer) {
-    GgufWriter w;
-    w.add("general.architecture", g::str("llama"))
-        .add("llama.embedding_length", g::u32(64))
-        .add("llama.block_count", g::u32(2))
-        .add("llama.feed_forward_length", g::u32(96))
-        .add("llama.attention.head_count", g::u32(4))
-        .add("llama.attention.head_count_kv", g::u32(2))
-        .add("tokenizer.ggml.tokens", g::strings({"a", "b", "c"}))
+    GgufWriter w = test::llama_metadata(64, 2, 96, 4, 2);
+    w.add("tokenizer.ggml.tokens", g::strings({"a", "b", "c"}))
         .tensor("token_embd.weight", GgmlType::kQ8_0, {64, 3})
         .tensor("blk." + std::to_string(layer) + ".attn_k.weight", GgmlType::kQ4_0, {64, k_rows})
         .tensor("blk.0.ffn_down.weight", GgmlType::kF32, {96, 64})

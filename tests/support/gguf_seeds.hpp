@@ -52,14 +52,8 @@ inline std::vector<std::pair<std::string, std::vector<std::byte>>> gguf_fuzz_see
     seeds.emplace_back("every_type.gguf", w.bytes());
   }
   {
-    GgufWriter w;
-    w.add("general.architecture", g::str("llama"))
-        .add("llama.embedding_length", g::u32(32))
-        .add("llama.block_count", g::u32(1))
-        .add("llama.feed_forward_length", g::u32(64))
-        .add("llama.attention.head_count", g::u32(2))
-        .add("llama.attention.head_count_kv", g::u32(1))
-        .add("llama.vocab_size", g::u32(4))
+    GgufWriter w = llama_metadata(32, 1, 64, 2, 1);
+    w.add("llama.vocab_size", g::u32(4))
         .tensor("token_embd.weight", GgmlType::kQ8_0, {32, 4})
         .tensor("blk.0.attn_norm.weight", GgmlType::kF32, {32})
         .tensor("blk.0.attn_k.weight", GgmlType::kQ4_1, {32, 16})
