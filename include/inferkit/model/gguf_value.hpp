@@ -259,8 +259,10 @@ class GgufValue {
   /// Element `i` of an array, as a value of the element type (its key is the array's). Throws
   /// `Error{kOutOfRange}` when `i >= array_size()`.
   [[nodiscard]] GgufValue array_element(std::size_t i) const {
-    check_arg(i < array_size(), ErrorCode::kOutOfRange, describe("array index"), i,
-              "must be < the array size", count_);
+    if (i >= array_size()) {  // the message is built only on failure
+      check_arg(false, ErrorCode::kOutOfRange, describe("array index"), i,
+                "must be < the array size", count_);
+    }
     if (element_type_ == GgufValueType::kString) return of_string(key_, offset_, strings_[i]);
     if (element_type_ == GgufValueType::kArray) return arrays_[i];
     const std::size_t n = detail::gguf_scalar_bytes(element_type_);
