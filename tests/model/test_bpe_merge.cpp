@@ -71,7 +71,7 @@ TEST_CASE("bpe_merge_word: the heap merge equals the textbook loop", "[model][bp
   }
 }
 
-TEST_CASE("bpe_merge_word: the first rule for a pair wins; missing bytes drop",
+TEST_CASE("bpe_merge_word: the first rule for a pair wins, and missing bytes drop",
           "[model][bpe_merge]") {
   BpeMergeTable table;
   table.add('a', 'b', {0, 300});

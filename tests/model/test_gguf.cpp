@@ -182,7 +182,7 @@ TEST_CASE("GgufFile: version 2, a custom alignment, moves keep views valid", "[m
   CHECK(moved.tensor_data(moved.tensor("a")).data() == data.data());
 }
 
-TEST_CASE("GgufFile::open: maps a file; unreadable paths are errors", "[model][gguf]") {
+TEST_CASE("GgufFile::open: maps a file, and unreadable paths are errors", "[model][gguf]") {
   const auto path = std::filesystem::temp_directory_path() / "inferkit_test_gguf_open.gguf";
   const std::vector<std::byte> image = small_file().bytes();
   {
