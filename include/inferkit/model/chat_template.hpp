@@ -33,7 +33,7 @@ class ChatTemplate {
     //   {% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n...
     const bool conditional =
         source_.find("messages[0]['role'] != 'system'") != std::string::npos ||
-        source_.find("messages[0][\"role\"] != \"system\"") != std::string::npos;
+        source_.find(R"(messages[0]["role"] != "system")") != std::string::npos;
     static constexpr std::string_view kOpen = "<|im_start|>system";
     const std::size_t open = source_.find(kOpen);
     if (is_chatml_ && conditional && open != std::string::npos) {

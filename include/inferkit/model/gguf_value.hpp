@@ -266,7 +266,7 @@ class GgufValue {
     if (element_type_ == GgufValueType::kString) return of_string(key_, offset_, strings_[i]);
     if (element_type_ == GgufValueType::kArray) return arrays_[i];
     const std::size_t n = detail::gguf_scalar_bytes(element_type_);
-    return GgufValue(element_type_, key_, offset_, detail::load_le(raw_.data() + i * n, n));
+    return {element_type_, key_, offset_, detail::load_le(raw_.data() + i * n, n)};
   }
   /// An array of strings, as views into the file.
   [[nodiscard]] std::span<const std::string_view> as_string_array() const {
@@ -319,7 +319,7 @@ class GgufValue {
                                                                 " does not fit ", wanted}));
   }
   template <class T, class Convert>
-  std::vector<T> convert_elements(Convert convert) const {
+  [[nodiscard]] std::vector<T> convert_elements(Convert convert) const {
     std::vector<T> out;
     out.reserve(static_cast<std::size_t>(count_));
     for (std::size_t i = 0; i < count_; ++i) out.push_back(convert(array_element(i)));
