@@ -10,10 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <inferkit/model/gguf.hpp>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <string>
 #include <tests/support/error_code.hpp>
+#include <tests/support/gguf_seeds.hpp>
 #include <tests/support/gguf_writer.hpp>
 #include <tests/support/model_files.hpp>
 #include <vector>
@@ -180,7 +182,7 @@ TEST_CASE("GgufFile: version 2, a custom alignment, moves keep views valid", "[m
   CHECK(moved.tensor_data(moved.tensor("a")).data() == data.data());
 }
 
-TEST_CASE("GgufFile::open: maps a file; unreadable paths are errors", "[model][gguf]") {
+TEST_CASE("GgufFile::open: maps a file, and unreadable paths are errors", "[model][gguf]") {
   const auto path = std::filesystem::temp_directory_path() / "inferkit_test_gguf_open.gguf";
   const std::vector<std::byte> image = small_file().bytes();
   {
@@ -386,14 +388,8 @@ TEST_CASE("GgufFile: bad tensor infos are rejected", "[model][gguf]") {
 
 TEST_CASE("GgufFile: llama tensor shapes must agree with the hyperparameters", "[model][gguf]") {
   const auto llama = [](std::uint64_t k_rows, std::uint64_t layer) {
-    GgufWriter w;
-    w.add("general.architecture", g::str("llama"))
-        .add("llama.embedding_length", g::u32(64))
-        .add("llama.block_count", g::u32(2))
-        .add("llama.feed_forward_length", g::u32(96))
-        .add("llama.attention.head_count", g::u32(4))
-        .add("llama.attention.head_count_kv", g::u32(2))
-        .add("tokenizer.ggml.tokens", g::strings({"a", "b", "c"}))
+    GgufWriter w = test::llama_metadata(64, 2, 96, 4, 2);
+    w.add("tokenizer.ggml.tokens", g::strings({"a", "b", "c"}))
         .tensor("token_embd.weight", GgmlType::kQ8_0, {64, 3})
         .tensor("blk." + std::to_string(layer) + ".attn_k.weight", GgmlType::kQ4_0, {64, k_rows})
         .tensor("blk.0.ffn_down.weight", GgmlType::kF32, {96, 64})
@@ -481,4 +477,31 @@ TEST_CASE("GgufFile: the SmolLM2-135M-Instruct file", "[model][gguf]") {
   const GgufTensorInfo& last = f.tensors().back();
   CHECK(f.data_offset() + last.offset + static_cast<std::uint64_t>(last.num_bytes) ==
         f.bytes().size());
+}
+
+TEST_CASE("GgufFile: write the fuzz seed corpus", "[.][fuzz_seeds]") {
+  // Run explicitly (inferkit_test_model "[fuzz_seeds]") after changing
+  // tests/support/gguf_seeds.hpp.
+  const std::filesystem::path dir = test::source_path("tests/fuzz/corpus/gguf");
+  std::filesystem::create_directories(dir);
+  for (const auto& [name, image] : test::gguf_fuzz_seeds()) {
+    std::ofstream out(dir / name, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(image.data()),
+              static_cast<std::streamsize>(image.size()));
+  }
+}
+
+TEST_CASE("GgufFile: the committed fuzz seeds are these valid files", "[model][gguf]") {
+  const std::filesystem::path dir = test::source_path("tests/fuzz/corpus/gguf");
+  for (const auto& [name, image] : test::gguf_fuzz_seeds()) {
+    INFO(name);
+    CHECK(image.size() <= 4096);  // scripts/fuzz.sh passes -max_len=4096
+    CHECK_NOTHROW(GgufFile::from_bytes(image));
+    std::ifstream in(dir / name, std::ios::binary);
+    const std::vector<char> file((std::istreambuf_iterator<char>(in)),
+                                 std::istreambuf_iterator<char>());
+    CHECK(file.size() == image.size());
+    CHECK(
+        (file.size() == image.size() && std::memcmp(file.data(), image.data(), file.size()) == 0));
+  }
 }

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace inferkit::test {
@@ -37,22 +38,19 @@ inline GgufEncoded scalar(GgufValueType type, std::uint64_t bits, std::size_t n)
   put_le(e.bytes, bits, n);
   return e;
 }
-inline GgufEncoded u8(std::uint8_t v) { return scalar(GgufValueType::kUint8, v, 1); }
-inline GgufEncoded i8(std::int8_t v) {
-  return scalar(GgufValueType::kInt8, static_cast<std::uint8_t>(v), 1);
+/// An integer of type `T` as GGUF type `type` (two's complement, little-endian).
+template <class T>
+GgufEncoded integer(GgufValueType type, T v) {
+  return scalar(type, static_cast<std::make_unsigned_t<T>>(v), sizeof(T));
 }
-inline GgufEncoded u16(std::uint16_t v) { return scalar(GgufValueType::kUint16, v, 2); }
-inline GgufEncoded i16(std::int16_t v) {
-  return scalar(GgufValueType::kInt16, static_cast<std::uint16_t>(v), 2);
-}
-inline GgufEncoded u32(std::uint32_t v) { return scalar(GgufValueType::kUint32, v, 4); }
-inline GgufEncoded i32(std::int32_t v) {
-  return scalar(GgufValueType::kInt32, static_cast<std::uint32_t>(v), 4);
-}
-inline GgufEncoded u64(std::uint64_t v) { return scalar(GgufValueType::kUint64, v, 8); }
-inline GgufEncoded i64(std::int64_t v) {
-  return scalar(GgufValueType::kInt64, static_cast<std::uint64_t>(v), 8);
-}
+inline GgufEncoded u8(std::uint8_t v) { return integer(GgufValueType::kUint8, v); }
+inline GgufEncoded i8(std::int8_t v) { return integer(GgufValueType::kInt8, v); }
+inline GgufEncoded u16(std::uint16_t v) { return integer(GgufValueType::kUint16, v); }
+inline GgufEncoded i16(std::int16_t v) { return integer(GgufValueType::kInt16, v); }
+inline GgufEncoded u32(std::uint32_t v) { return integer(GgufValueType::kUint32, v); }
+inline GgufEncoded i32(std::int32_t v) { return integer(GgufValueType::kInt32, v); }
+inline GgufEncoded u64(std::uint64_t v) { return integer(GgufValueType::kUint64, v); }
+inline GgufEncoded i64(std::int64_t v) { return integer(GgufValueType::kInt64, v); }
 inline GgufEncoded f32(float v) {
   std::uint32_t bits = 0;
   std::memcpy(&bits, &v, 4);
@@ -211,5 +209,20 @@ class GgufWriter {
   std::optional<std::uint64_t> tensor_count_;
   Layout layout_;
 };
+
+/// A writer holding a llama configuration's metadata (architecture "llama", the hyperparameters
+/// the GGUF reader checks tensor shapes against), for tests and fuzz seeds to add tensors to.
+inline GgufWriter llama_metadata(std::uint32_t embedding, std::uint32_t blocks,
+                                 std::uint32_t feed_forward, std::uint32_t heads,
+                                 std::uint32_t kv_heads) {
+  GgufWriter w;
+  w.add("general.architecture", gguf::str("llama"))
+      .add("llama.embedding_length", gguf::u32(embedding))
+      .add("llama.block_count", gguf::u32(blocks))
+      .add("llama.feed_forward_length", gguf::u32(feed_forward))
+      .add("llama.attention.head_count", gguf::u32(heads))
+      .add("llama.attention.head_count_kv", gguf::u32(kv_heads));
+  return w;
+}
 
 }  // namespace inferkit::test

@@ -47,14 +47,14 @@ class GgufFile {
   static GgufFile open(const std::string& path) {
     detail::MappedFile mapped(path);
     const std::span<const std::byte> bytes = mapped.bytes();
-    return GgufFile(path, std::move(mapped), {}, bytes);
+    return {path, std::move(mapped), {}, bytes};
   }
 
   /// Parses a GGUF image held in memory (tests, fuzzing, files that arrive over a network).
   /// Throws as `open` does.
   static GgufFile from_bytes(std::vector<std::byte> bytes) {
     const std::span<const std::byte> view(bytes.data(), bytes.size());
-    return GgufFile("<bytes>", {}, std::move(bytes), view);
+    return {"<bytes>", {}, std::move(bytes), view};
   }
 
   /// Takes over `other`'s bytes; views into them stay valid.

@@ -259,12 +259,14 @@ class GgufValue {
   /// Element `i` of an array, as a value of the element type (its key is the array's). Throws
   /// `Error{kOutOfRange}` when `i >= array_size()`.
   [[nodiscard]] GgufValue array_element(std::size_t i) const {
-    check_arg(i < array_size(), ErrorCode::kOutOfRange, describe("array index"), i,
-              "must be < the array size", count_);
+    if (i >= array_size()) {  // the message is built only on failure
+      check_arg(false, ErrorCode::kOutOfRange, describe("array index"), i,
+                "must be < the array size", count_);
+    }
     if (element_type_ == GgufValueType::kString) return of_string(key_, offset_, strings_[i]);
     if (element_type_ == GgufValueType::kArray) return arrays_[i];
     const std::size_t n = detail::gguf_scalar_bytes(element_type_);
-    return GgufValue(element_type_, key_, offset_, detail::load_le(raw_.data() + i * n, n));
+    return {element_type_, key_, offset_, detail::load_le(raw_.data() + i * n, n)};
   }
   /// An array of strings, as views into the file.
   [[nodiscard]] std::span<const std::string_view> as_string_array() const {
@@ -317,7 +319,7 @@ class GgufValue {
                                                                 " does not fit ", wanted}));
   }
   template <class T, class Convert>
-  std::vector<T> convert_elements(Convert convert) const {
+  [[nodiscard]] std::vector<T> convert_elements(Convert convert) const {
     std::vector<T> out;
     out.reserve(static_cast<std::size_t>(count_));
     for (std::size_t i = 0; i < count_; ++i) out.push_back(convert(array_element(i)));

@@ -65,7 +65,7 @@ inline GgufValue read_gguf_value(GgufCursor& c, GgufValueType type, std::string_
       gguf_error(ErrorCode::kInvalidArgument, c.source(), what, at,
                  concat({"bool byte is ", std::to_string(bits), ", not 0 or 1"}));
     }
-    return GgufValue(type, key, at, bits);
+    return {type, key, at, bits};
   }
   const std::uint32_t element_id = c.read_u32(what);
   if (!gguf_known_type(element_id)) {
