@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: Apache-2.0
+// LlamaModel: the Llama-family forward pass over paged KV, on the CPU, for all the tokens of a
+// StepPlan at once: token embedding, per layer RMSNorm, Q/K/V projections, RoPE at each token's
+// position, K/V appended into the PagedKVCache through the plan's slot mapping, attention
+// through paged_prefill over the plan's page table, the output projection, RMSNorm and the SwiGLU
+// MLP, then the final norm and the (possibly tied) output head for the rows that sample. The
+// weights are views into a memory-mapped GgufFile. The engine calls `forward` once per step.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <inferkit/attention/attention.hpp>
+#include <inferkit/core/error.hpp>
+#include <inferkit/core/float16.hpp>
+#include <inferkit/kv/paged_kv_cache.hpp>
+#include <inferkit/model/gguf.hpp>
+#include <inferkit/model/llama_config.hpp>
+#include <inferkit/model/quantized_linear.hpp>
+#include <inferkit/sched/step_plan.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace inferkit {
+
+/// The KV storage the model's pages use: fp16, as llama.cpp's default KV type.
+using LlamaKVCache = PagedKVCache<float16>;
+
+/// Scratch buffers of one forward pass, reused across steps (sized to the largest step seen).
+struct LlamaWorkspace {
+  std::vector<float> x;     ///< [tokens][hidden] residual stream
+  std::vector<float> h;     ///< [tokens][hidden] normed input of a sublayer
+  std::vector<float> q;     ///< [tokens][q_heads][head_dim]
+  std::vector<float> k;     ///< [tokens][kv_heads][head_dim]
+  std::vector<float> v;     ///< [tokens][kv_heads][head_dim]
+  std::vector<float> attn;  ///< [tokens][q_heads][head_dim]
+  std::vector<float> gate;  ///< [tokens][ffn]
+  std::vector<float> up;    ///< [tokens][ffn]
+  std::vector<float> rows;  ///< [logit rows][hidden] final-normed rows that sample
+};
+
+/// One transformer block's weights (views into the model file).
+struct LlamaLayerWeights {
+  const float* attn_norm = nullptr;  ///< [hidden]
+  LinearWeights wq;                  ///< [q_heads * head_dim][hidden]
+  LinearWeights wk;                  ///< [kv_heads * head_dim][hidden]
+  LinearWeights wv;                  ///< [kv_heads * head_dim][hidden]
+  LinearWeights wo;                  ///< [hidden][q_heads * head_dim]
+  const float* ffn_norm = nullptr;   ///< [hidden]
+  LinearWeights w_gate;              ///< [ffn][hidden]
+  LinearWeights w_up;                ///< [ffn][hidden]
+  LinearWeights w_down;              ///< [hidden][ffn]
+};
+
+/// A Llama-family model whose weights live in a GgufFile (which must outlive it).
+class LlamaModel {
+  LlamaConfig config_;
+  LinearWeights token_embd_;  // [vocab][hidden]
+  const float* output_norm_ = nullptr;
+  LinearWeights output_;  // [vocab][hidden]; the embedding when tied
+  std::vector<LlamaLayerWeights> layers_;
+  std::vector<double> inv_freq_;  // [head_dim / 2] RoPE frequencies
+
+ public:
+  /// Binds the weights of `file` (checks every tensor's type and shape against the config).
+  /// Throws `Error{kInvalidArgument}` naming a missing or misshapen tensor, and what
+  /// `read_llama_config` throws.
+  explicit LlamaModel(const GgufFile& file) : config_(read_llama_config(file)) {
+    const LlamaConfig& c = config_;
+    const std::int64_t q_width = std::int64_t{c.num_q_heads} * c.head_dim;
+    const std::int64_t kv_width = std::int64_t{c.num_kv_heads} * c.head_dim;
+    token_embd_ = matrix(file, "token_embd.weight", c.vocab_size, c.hidden_size);
+    output_norm_ = vector(file, "output_norm.weight", c.hidden_size);
+    output_ = c.tied_embeddings ? token_embd_
+                                : matrix(file, "output.weight", c.vocab_size, c.hidden_size);
+    layers_.resize(static_cast<std::size_t>(c.num_layers));
+    for (std::int32_t l = 0; l < c.num_layers; ++l) {
+      const std::string p = "blk." + std::to_string(l) + ".";
+      LlamaLayerWeights& w = layers_[static_cast<std::size_t>(l)];
+      w.attn_norm = vector(file, p + "attn_norm.weight", c.hidden_size);
+      w.wq = matrix(file, p + "attn_q.weight", q_width, c.hidden_size);
+      w.wk = matrix(file, p + "attn_k.weight", kv_width, c.hidden_size);
+      w.wv = matrix(file, p + "attn_v.weight", kv_width, c.hidden_size);
+      w.wo = matrix(file, p + "attn_output.weight", c.hidden_size, q_width);
+      w.ffn_norm = vector(file, p + "ffn_norm.weight", c.hidden_size);
+      w.w_gate = matrix(file, p + "ffn_gate.weight", c.ffn_size, c.hidden_size);
+      w.w_up = matrix(file, p + "ffn_up.weight", c.ffn_size, c.hidden_size);
+      w.w_down = matrix(file, p + "ffn_down.weight", c.hidden_size, c.ffn_size);
+    }
+    inv_freq_.resize(static_cast<std::size_t>(c.head_dim / 2));
+    for (std::size_t i = 0; i < inv_freq_.size(); ++i) {
+      inv_freq_[i] = std::pow(static_cast<double>(c.rope_base),
+                              -2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim));
+    }
+  }
+
+  /// The hyperparameters.
+  [[nodiscard]] const LlamaConfig& config() const noexcept { return config_; }
+
+  /// The shape of a KV cache of `num_blocks` blocks of `block_size` tokens for this model.
+  [[nodiscard]] PagedKVCacheShape kv_shape(std::int32_t num_blocks,
+                                           std::int32_t block_size) const noexcept {
+    return PagedKVCacheShape{config_.num_layers, num_blocks, block_size, config_.num_kv_heads,
+                             config_.head_dim};
+  }
+
+  /// Runs every token of `plan` (its K/V goes into `kv` at the plan's slots, after the plan's
+  /// block copies) and writes the logits of the rows `plan.logits_indices` lists, in that order,
+  /// into `logits` ([rows][vocab]). A row's result does not depend on the other sequences of
+  /// the step nor on the thread count (batch-invariant kernels). Throws `Error{kInvalidArgument}`
+  /// for a KV cache of another shape, a token outside the vocabulary or a logits span of the
+  /// wrong size, and what the kernels throw.
+  void forward(const StepPlan& plan, LlamaKVCache& kv, LlamaWorkspace& ws,
+               std::span<float> logits) const {
+    const LlamaConfig& c = config_;
+    const auto n = static_cast<std::int64_t>(plan.num_tokens());
+    const auto m = static_cast<std::int64_t>(plan.logits_indices.size());
+    check_arg(kv.shape().num_layers == c.num_layers && kv.shape().num_kv_heads == c.num_kv_heads &&
+                  kv.shape().head_dim == c.head_dim && kv.shape().block_size == plan.block_size,
+              ErrorCode::kInvalidArgument, "kv cache shape (layers)", kv.shape().num_layers,
+              "must match the model and the plan; model layers", c.num_layers);
+    check_arg(static_cast<std::int64_t>(logits.size()) == m * c.vocab_size,
+              ErrorCode::kInvalidArgument, "logits.size()", logits.size(),
+              "must be logit rows * vocab =", m * c.vocab_size);
+    if (n == 0) return;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const TokenId t = plan.token_ids[static_cast<std::size_t>(i)];
+      if (t < 0 || t >= c.vocab_size) [[unlikely]] {
+        check_arg(false, ErrorCode::kInvalidArgument, "plan.token_ids[" + std::to_string(i) + "]",
+                  t, "must be in [0, vocab) with vocab =", c.vocab_size);
+      }
+    }
+    const std::int64_t hidden = c.hidden_size;
+    const std::int64_t q_width = std::int64_t{c.num_q_heads} * c.head_dim;
+    const std::int64_t kv_width = std::int64_t{c.num_kv_heads} * c.head_dim;
+    resize(ws.x, n * hidden);
+    resize(ws.h, n * hidden);
+    resize(ws.q, n * q_width);
+    resize(ws.k, n * kv_width);
+    resize(ws.v, n * kv_width);
+    resize(ws.attn, n * q_width);
+    resize(ws.gate, n * c.ffn_size);
+    resize(ws.up, n * c.ffn_size);
+    const std::size_t row_bytes =
+        static_cast<std::size_t>(ggml_row_bytes(token_embd_.type, token_embd_.cols));
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto t = static_cast<std::size_t>(plan.token_ids[static_cast<std::size_t>(i)]);
+      dequantize_row(token_embd_.type, token_embd_.data + t * row_bytes, hidden,
+                     ws.x.data() + i * hidden);
+    }
+    kv.copy_blocks(plan.block_copies);
+    const std::span<const std::int64_t> slots(plan.slot_mapping);
+    for (std::int32_t l = 0; l < c.num_layers; ++l) {
+      const LlamaLayerWeights& w = layers_[static_cast<std::size_t>(l)];
+      rms_norm(ws.x.data(), w.attn_norm, n, ws.h.data());
+      linear(w.wq, ws.h.data(), n, ws.q.data());
+      linear(w.wk, ws.h.data(), n, ws.k.data());
+      linear(w.wv, ws.h.data(), n, ws.v.data());
+      rope(plan, ws.q.data(), c.num_q_heads);
+      rope(plan, ws.k.data(), c.num_kv_heads);
+      kv.append(l, slots,
+                std::span<const float>(ws.k.data(), static_cast<std::size_t>(n * kv_width)),
+                std::span<const float>(ws.v.data(), static_cast<std::size_t>(n * kv_width)));
+      PagedPrefillArgs<float16> a;
+      a.q = ws.q.data();
+      a.q_indptr = plan.q_indptr.data();
+      a.kv = kv.view(l);
+      a.pages = plan.pages();
+      a.num_qo_heads = c.num_q_heads;
+      a.head_dim = c.head_dim;
+      a.out = ws.attn.data();
+      paged_prefill(cpu{}, a);
+      linear(w.wo, ws.attn.data(), n, ws.h.data());
+      add(ws.x.data(), ws.h.data(), n * hidden);
+      rms_norm(ws.x.data(), w.ffn_norm, n, ws.h.data());
+      linear(w.w_gate, ws.h.data(), n, ws.gate.data());
+      linear(w.w_up, ws.h.data(), n, ws.up.data());
+      swiglu(ws.gate.data(), ws.up.data(), n * c.ffn_size);
+      linear(w.w_down, ws.gate.data(), n, ws.h.data());
+      add(ws.x.data(), ws.h.data(), n * hidden);
+    }
+    if (m == 0) return;
+    resize(ws.rows, m * hidden);
+    for (std::int64_t r = 0; r < m; ++r) {
+      const std::int64_t row = plan.logits_indices[static_cast<std::size_t>(r)];
+      rms_norm(ws.x.data() + row * hidden, output_norm_, 1, ws.rows.data() + r * hidden);
+    }
+    linear(output_, ws.rows.data(), m, logits.data());
+  }
+
+ private:
+  static void resize(std::vector<float>& v, std::int64_t n) {
+    if (static_cast<std::int64_t>(v.size()) < n) v.resize(static_cast<std::size_t>(n));
+  }
+
+  // A [rows][cols] weight matrix of any supported type (GGUF dims {cols, rows}).
+  static LinearWeights matrix(const GgufFile& file, const std::string& name, std::int64_t rows,
+                              std::int64_t cols) {
+    const GgufTensorInfo* t = file.find_tensor(name);
+    if (t == nullptr || t->dims.size() != 2 || t->dims[0] != cols || t->dims[1] != rows) {
+      detail::throw_error(ErrorCode::kInvalidArgument,
+                          "tensor " + name +
+                              (t == nullptr ? " is missing" : " has the wrong shape") + ": want [" +
+                              std::to_string(rows) + "][" + std::to_string(cols) + "]");
+    }
+    LinearWeights w{t->type, rows, cols, file.tensor_data(*t).data()};
+    validate(w);
+    return w;
+  }
+
+  // An f32 vector of `size` elements (norm weights), 4-byte aligned in the mapping.
+  static const float* vector(const GgufFile& file, const std::string& name, std::int64_t size) {
+    const GgufTensorInfo* t = file.find_tensor(name);
+    if (t == nullptr || t->type != GgmlType::kF32 || t->dims.size() != 1 || t->dims[0] != size) {
+      detail::throw_error(
+          ErrorCode::kInvalidArgument,
+          "tensor " + name + " must be an f32 vector of " + std::to_string(size) + " elements");
+    }
+    const std::byte* data = file.tensor_data(*t).data();
+    check_arg(reinterpret_cast<std::uintptr_t>(data) % alignof(float) == 0,
+              ErrorCode::kInvalidArgument, "tensor data alignment of " + name,
+              reinterpret_cast<std::uintptr_t>(data) % alignof(float), "must be", 0);
+    return reinterpret_cast<const float*>(data);
+  }
+
+  // y[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, per token; the sum runs in double in a
+  // fixed order, so a token's result does not depend on the batch.
+  void rms_norm(const float* x, const float* weight, std::int64_t n, float* y) const {
+    const std::int64_t d = config_.hidden_size;
+    for (std::int64_t t = 0; t < n; ++t) {
+      const float* xt = x + t * d;
+      double sum = 0.0;
+      for (std::int64_t i = 0; i < d; ++i) sum += static_cast<double>(xt[i]) * xt[i];
+      const auto scale =
+          static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(d) + config_.rms_eps));
+      float* yt = y + t * d;
+      for (std::int64_t i = 0; i < d; ++i) yt[i] = xt[i] * scale * weight[i];
+    }
+  }
+
+  // RoPE in GGUF's llama layout (pairs of adjacent elements; the converter permuted Q and K so
+  // this equals the reference implementation's rotate-half): element pair i of every head
+  // turns by position * inv_freq[i].
+  void rope(const StepPlan& plan, float* x, std::int32_t heads) const {
+    const std::int32_t hd = config_.head_dim;
+    for (std::int32_t t = 0; t < plan.num_tokens(); ++t) {
+      const double pos = plan.positions[static_cast<std::size_t>(t)];
+      for (std::size_t i = 0; i < inv_freq_.size(); ++i) {
+        const double angle = pos * inv_freq_[i];
+        const auto cs = static_cast<float>(std::cos(angle));
+        const auto sn = static_cast<float>(std::sin(angle));
+        for (std::int32_t h = 0; h < heads; ++h) {
+          float* p = x + (std::int64_t{t} * heads + h) * hd + 2 * static_cast<std::int64_t>(i);
+          const float a = p[0];
+          const float b = p[1];
+          p[0] = a * cs - b * sn;
+          p[1] = a * sn + b * cs;
+        }
+      }
+    }
+  }
+
+  static void add(float* x, const float* y, std::int64_t n) noexcept {
+    for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
+  }
+
+  // gate = silu(gate) * up
+  static void swiglu(float* gate, const float* up, std::int64_t n) noexcept {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float g = gate[i];
+      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+  }
+};
+
+}  // namespace inferkit

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests for model/llama_model.hpp against llama.cpp on SmolLM2-135M-Instruct (Q4_1): the
+// configuration read from the GGUF, teacher-forced next-token log-probabilities at every
+// position of four texts (tests/data/smollm2_logprobs.jsonl, written by
+// scripts/reference-llamacpp.sh), and chunked prefill giving the same bits as one pass.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <inferkit/kv/block_allocator.hpp>
+#include <inferkit/kv/block_table.hpp>
+#include <inferkit/model/gguf.hpp>
+#include <inferkit/model/llama_model.hpp>
+#include <optional>
+#include <tests/support/json_lines.hpp>
+#include <tests/support/model_files.hpp>
+#include <vector>
+
+namespace {
+
+using namespace inferkit;
+
+// The model file, or nullopt (then the test says so and passes: scripts/test.sh fetches it).
+const LlamaModel* smollm2() {
+  static const std::optional<std::string> path = test::smollm2_path();
+  if (!path) return nullptr;
+  static const GgufFile file = GgufFile::open(*path);
+  static const LlamaModel model(file);
+  return &model;
+}
+
+// Logits of every position of `tokens`, computed as chunks of `chunk` tokens, each chunk one
+// step whose every row samples.
+std::vector<float> teacher_forced(const LlamaModel& model, std::span<const TokenId> tokens,
+                                  std::int32_t chunk) {
+  constexpr std::int32_t kBlock = 16;
+  const auto n = static_cast<std::int32_t>(tokens.size());
+  BlockAllocator pool(n / kBlock + 2, kBlock);
+  BlockTable table(pool);
+  LlamaKVCache kv(model.kv_shape(pool.num_blocks(), kBlock));
+  LlamaWorkspace ws;
+  const auto vocab = static_cast<std::size_t>(model.config().vocab_size);
+  std::vector<float> all(static_cast<std::size_t>(n) * vocab);
+  for (std::int32_t begin = 0; begin < n; begin += chunk) {
+    const std::int32_t len = std::min(chunk, n - begin);
+    StepPlan plan;
+    plan.block_size = kBlock;
+    plan.slot_mapping.resize(static_cast<std::size_t>(len));
+    REQUIRE(table.append_tokens(pool, len, plan.slot_mapping, plan.block_copies));
+    plan.sequences = {{0, begin, len, 0, true}};
+    for (std::int32_t i = 0; i < len; ++i) {
+      plan.token_ids.push_back(tokens[static_cast<std::size_t>(begin + i)]);
+      plan.positions.push_back(begin + i);
+      plan.logits_indices.push_back(i);
+    }
+    plan.q_indptr = {0, len};
+    plan.prefill_q_indptr = {0, len};
+    plan.page_begin = {0};
+    plan.page_end = {table.num_blocks()};
+    plan.last_page_len = {table.last_block_tokens()};
+    plan.page_indices = table.blocks().data();
+    // Not a scheduler plan (every row samples), so check_step_plan does not apply.
+    model.forward(plan, kv, ws,
+                  std::span<float>(all).subspan(static_cast<std::size_t>(begin) * vocab,
+                                                static_cast<std::size_t>(len) * vocab));
+  }
+  return all;
+}
+
+// log-softmax of one row, in double.
+std::vector<double> log_softmax(std::span<const float> row) {
+  double max = -1e300;
+  for (float x : row) max = std::max(max, static_cast<double>(x));
+  double sum = 0.0;
+  for (float x : row) sum += std::exp(static_cast<double>(x) - max);
+  const double lse = max + std::log(sum);
+  std::vector<double> out(row.size());
+  for (std::size_t i = 0; i < row.size(); ++i) out[i] = static_cast<double>(row[i]) - lse;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("LlamaModel: SmolLM2's configuration from its GGUF", "[model][llama_model]") {
+  const LlamaModel* model = smollm2();
+  if (model == nullptr) {
+    WARN("SmolLM2 not fetched (run scripts/fetch-model.sh): skipped");
+    return;
+  }
+  const LlamaConfig& c = model->config();
+  CHECK(c.num_layers == 30);
+  CHECK(c.hidden_size == 576);
+  CHECK(c.num_q_heads == 9);
+  CHECK(c.num_kv_heads == 3);
+  CHECK(c.head_dim == 64);
+  CHECK(c.ffn_size == 1536);
+  CHECK(c.vocab_size == 49152);
+  CHECK(c.rope_base == 100000.0f);
+  CHECK(c.tied_embeddings);
+}
+
+namespace {
+
+struct Agreement {
+  std::int64_t positions = 0;
+  double top1 = 0.0;      // share of positions whose argmax is the reference's top token
+  double max_diff = 0.0;  // |our logprob - reference logprob| of the reference's top token
+  double mean_diff = 0.0;
+};
+
+// Our teacher-forced logits on the texts of `golden` against its per-position top tokens.
+Agreement agree_with(const LlamaModel& model, const std::string& golden) {
+  Agreement a;
+  std::int64_t top1 = 0;
+  double sum = 0.0;
+  for (const test::JsonValue& r : test::read_json_lines(test::source_path(golden))) {
+    if (r.object.count("meta") != 0) continue;
+    std::vector<TokenId> tokens;
+    for (const test::JsonValue& t : r.at("tokens").array) {
+      tokens.push_back(static_cast<TokenId>(t.number));
+    }
+    const std::vector<float> logits = teacher_forced(model, tokens, 64);
+    const auto vocab = static_cast<std::size_t>(model.config().vocab_size);
+    const auto& top = r.at("top").array;
+    REQUIRE(top.size() == tokens.size());
+    for (std::size_t p = 0; p < top.size(); ++p) {
+      const std::vector<double> lp =
+          log_softmax(std::span<const float>(logits.data() + p * vocab, vocab));
+      const auto ref = static_cast<std::size_t>(top[p].array[0].array[0].number);
+      const double diff = std::abs(lp[ref] - top[p].array[0].array[1].number);
+      top1 +=
+          std::max_element(lp.begin(), lp.end()) - lp.begin() == static_cast<std::ptrdiff_t>(ref)
+              ? 1
+              : 0;
+      a.max_diff = std::max(a.max_diff, diff);
+      sum += diff;
+      ++a.positions;
+    }
+  }
+  a.top1 = static_cast<double>(top1) / static_cast<double>(a.positions);
+  a.mean_diff = sum / static_cast<double>(a.positions);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("LlamaModel: teacher-forced log-probabilities match an exact fp64 forward",
+          "[model][llama_model]") {
+  // tests/data/smollm2_fp64_logprobs.jsonl: gguf-py's dequantization and a float64 numpy
+  // forward (scripts/reference-fp64.py), no rounding anywhere. Ours runs in fp32 with fp16 KV.
+  const LlamaModel* model = smollm2();
+  if (model == nullptr) {
+    WARN("SmolLM2 not fetched (run scripts/fetch-model.sh): skipped");
+    return;
+  }
+  const Agreement a = agree_with(*model, "tests/data/smollm2_fp64_logprobs.jsonl");
+  WARN("vs fp64: " << a.positions << " positions, top-1 " << a.top1 << ", max |dlogprob| "
+                   << a.max_diff << ", mean " << a.mean_diff);
+  CHECK(a.positions > 700);
+  CHECK(a.top1 >= 0.995);
+  CHECK(a.max_diff <= 0.02);
+  CHECK(a.mean_diff <= 0.002);
+}
+
+TEST_CASE("LlamaModel: teacher-forced log-probabilities agree with llama.cpp",
+          "[model][llama_model]") {
+  // llama.cpp rounds activations to 8 bits for its Q4_1/Q8_0 products and q and the softmax to
+  // fp16 in attention: on these texts it is itself 0.039 (mean) from the fp64 forward above, and
+  // disagrees with it on the top token at ~4% of positions, so this bound is how close one
+  // exact implementation can be to it, not a tolerance on ours (see the fp64 test).
+  const LlamaModel* model = smollm2();
+  if (model == nullptr) {
+    WARN("SmolLM2 not fetched (run scripts/fetch-model.sh): skipped");
+    return;
+  }
+  const Agreement a = agree_with(*model, "tests/data/smollm2_logprobs.jsonl");
+  WARN("vs llama.cpp: " << a.positions << " positions, top-1 " << a.top1 << ", max |dlogprob| "
+                        << a.max_diff << ", mean " << a.mean_diff);
+  CHECK(a.positions > 700);
+  CHECK(a.top1 >= 0.95);
+  CHECK(a.mean_diff <= 0.05);
+}
+
+TEST_CASE("LlamaModel: chunked prefill gives the bits of a single pass", "[model][llama_model]") {
+  const LlamaModel* model = smollm2();
+  if (model == nullptr) {
+    WARN("SmolLM2 not fetched (run scripts/fetch-model.sh): skipped");
+    return;
+  }
+  std::vector<TokenId> tokens;
+  for (int i = 0; i < 70; ++i) tokens.push_back(static_cast<TokenId>((i * 7919 + 13) % 49152));
+  const std::vector<float> one = teacher_forced(*model, tokens, 70);
+  for (std::int32_t chunk : {1, 5, 16, 33}) {
+    INFO("chunk " << chunk);
+    CHECK(teacher_forced(*model, tokens, chunk) == one);
+  }
+}
