@@ -7,7 +7,9 @@
 # likely next tokens and their log-probabilities, computed in double. llama.cpp rounds its
 # activations to 8 bits for the quantized products (and q and the softmax to fp16 in
 # attention); this reference rounds nothing, so it tells how much of a difference to llama.cpp
-# is numerics. Not run by CI (tests only read the committed file).
+# is numerics. It also writes tests/data/smollm2_fp64_greedy.jsonl: greedy generation (48 tokens)
+# from the prompts of tests/data/smollm2_greedy.jsonl, with the margin between the two most
+# likely tokens at each step. Not run by CI (tests only read the committed files).
 #   python3 scripts/reference-fp64.py MODEL.gguf   (needs: pip install numpy gguf)
 import json
 import sys
@@ -56,6 +58,36 @@ def main():
         out[..., 0::2], out[..., 1::2] = a * c - b * s, a * s + b * c
         return out
 
+    def forward(tok, start, cache):
+        """Runs tokens at positions start.. with the K/V of earlier ones in `cache`; returns
+        the log-softmax of every new position."""
+        n = len(tok)
+        pos = np.arange(start, start + n, dtype=np.float64)
+        x = emb[np.array(tok)]
+        for li, w in enumerate(blk):
+            h = rms(x, w["attn_norm"])
+            q = rope((h @ w["attn_q"].T).reshape(n, heads, hd), pos)
+            k = rope((h @ w["attn_k"].T).reshape(n, kv_heads, hd), pos)
+            v = (h @ w["attn_v"].T).reshape(n, kv_heads, hd)
+            if li < len(cache):
+                k, v = np.concatenate([cache[li][0], k]), np.concatenate([cache[li][1], v])
+                cache[li] = (k, v)
+            else:
+                cache.append((k, v))
+            kk, vv = np.repeat(k, heads // kv_heads, 1), np.repeat(v, heads // kv_heads, 1)
+            total = start + n
+            mask = np.where(np.arange(total)[None, :] <= pos[:, None], 0.0, -np.inf)[None]
+            s = np.einsum("qhd,khd->hqk", q, kk) / np.sqrt(hd) + mask
+            p = np.exp(s - s.max(-1, keepdims=True))
+            p /= p.sum(-1, keepdims=True)
+            x = x + np.einsum("hqk,khd->qhd", p, vv).reshape(n, hidden) @ w["attn_output"].T
+            h = rms(x, w["ffn_norm"])
+            g, u = h @ w["ffn_gate"].T, h @ w["ffn_up"].T
+            x = x + (g / (1 + np.exp(-g)) * u) @ w["ffn_down"].T
+        logits = rms(x, out_norm) @ emb.T
+        lp = logits - logits.max(-1, keepdims=True)
+        return lp - np.log(np.exp(lp).sum(-1, keepdims=True))
+
     lines = [json.loads(line) for line in open(src, encoding="utf-8")]
     meta = {"meta": {"generator": "scripts/reference-fp64.py", "date": str(date.today()),
                      "reference": "gguf-py dequantization, numpy float64 forward, no rounding",
@@ -63,34 +95,30 @@ def main():
     with open(dst, "w", encoding="utf-8") as out:
         out.write(json.dumps(meta, ensure_ascii=False) + "\n")
         for rec in lines[1:]:
-            tok = np.array(rec["tokens"])
-            n = len(tok)
-            pos = np.arange(n, dtype=np.float64)
-            x = emb[tok]
-            mask = np.triu(np.full((n, n), -np.inf), 1)[None]
-            for w in blk:
-                h = rms(x, w["attn_norm"])
-                q = rope((h @ w["attn_q"].T).reshape(n, heads, hd), pos)
-                k = rope((h @ w["attn_k"].T).reshape(n, kv_heads, hd), pos)
-                v = (h @ w["attn_v"].T).reshape(n, kv_heads, hd)
-                k, v = np.repeat(k, heads // kv_heads, 1), np.repeat(v, heads // kv_heads, 1)
-                s = np.einsum("qhd,khd->hqk", q, k) / np.sqrt(hd) + mask
-                p = np.exp(s - s.max(-1, keepdims=True))
-                p /= p.sum(-1, keepdims=True)
-                x = x + np.einsum("hqk,khd->qhd", p, v).reshape(n, hidden) @ w["attn_output"].T
-                h = rms(x, w["ffn_norm"])
-                g, u = h @ w["ffn_gate"].T, h @ w["ffn_up"].T
-                x = x + (g / (1 + np.exp(-g)) * u) @ w["ffn_down"].T
-            logits = rms(x, out_norm) @ emb.T
-            lp = logits - logits.max(-1, keepdims=True)
-            lp -= np.log(np.exp(lp).sum(-1, keepdims=True))
+            lp = forward(rec["tokens"], 0, [])
             top = []
             for row in lp:
                 ids = sorted(range(len(row)), key=lambda i: (-row[i], i))[:20]
                 top.append([[int(i), round(float(row[i]), 6)] for i in ids])
             out.write(json.dumps({"name": rec["name"], "tokens": rec["tokens"], "top": top}) + "\n")
-            print(f"{rec['name']}: {n} positions", file=sys.stderr)
-
+            print(f"{rec['name']}: {len(rec['tokens'])} positions", file=sys.stderr)
+    greedy_src, greedy_dst = "tests/data/smollm2_greedy.jsonl", "tests/data/smollm2_fp64_greedy.jsonl"
+    prompts = [json.loads(line) for line in open(greedy_src, encoding="utf-8")][1:]
+    meta["meta"]["texts_from"] = greedy_src
+    with open(greedy_dst, "w", encoding="utf-8") as out:
+        out.write(json.dumps(meta, ensure_ascii=False) + "\n")
+        for rec in prompts:
+            cache = []
+            lp = forward(rec["prompt_ids"], 0, cache)[-1]
+            ids, margins = [], []
+            for step in range(len(rec["output_ids"])):
+                order = np.argsort(-lp, kind="stable")
+                ids.append(int(order[0]))
+                margins.append(round(float(lp[order[0]] - lp[order[1]]), 6))
+                lp = forward([ids[-1]], len(rec["prompt_ids"]) + step, cache)[-1]
+            out.write(json.dumps({"name": rec["name"], "prompt_ids": rec["prompt_ids"],
+                                  "output_ids": ids, "margins": margins}) + "\n")
+            print(f"{rec['name']}: greedy", file=sys.stderr)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// Engine, the step itself: schedule, forward, then per sampling sequence either one token
+// (greedy argmax or a draw from the filtered distribution) or the chain verification of its
+// drafts (greedy, or exact rejection sampling against the one-hot n-gram draft), commit, stream
+// the new tokens, and propose the next drafts. Included by engine/engine.hpp.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <inferkit/engine/engine.hpp>
+
+namespace inferkit {
+
+inline bool Engine::step() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const StepPlan& plan = sched_->schedule(now());
+  if (plan.empty()) return false;
+  const auto vocab = static_cast<std::size_t>(model_.config().vocab_size);
+  logits_.resize(plan.logits_indices.size() * vocab);
+  const auto f0 = std::chrono::steady_clock::now();
+  model_.forward(plan, kv_, ws_, logits_);
+  stats_.forward_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
+  ++stats_.steps;
+  // Each sampling sequence owns 1 + drafts consecutive logit rows, in plan order, and emits at
+  // most that many tokens.
+  emitted_.resize(plan.logits_indices.size());
+  begins_.assign(1, 0);
+  std::size_t row = 0;
+  for (std::int32_t s = 0; s < plan.num_seqs(); ++s) {
+    const ScheduledSequence& seq = plan.sequences[static_cast<std::size_t>(s)];
+    (s < plan.num_decodes ? stats_.decode_tokens : stats_.prefill_tokens) += seq.num_new_tokens;
+    std::size_t n = 0;
+    if (seq.samples) {
+      const auto end = static_cast<std::size_t>(plan.q_indptr[static_cast<std::size_t>(s) + 1]);
+      const auto k = static_cast<std::size_t>(seq.num_draft_tokens);
+      n = pick_tokens(logits_.data() + row * vocab,
+                      std::span<const TokenId>(plan.token_ids.data() + end - k, k),
+                      requests_.at(seq.request_id), emitted_.data() + begins_.back());
+      row += k + 1;
+    }
+    begins_.push_back(begins_.back() + n);
+  }
+  results_.clear();
+  for (std::int32_t s = 0; s < plan.num_seqs(); ++s) {
+    const auto b = begins_[static_cast<std::size_t>(s)];
+    results_.push_back({plan.sequences[static_cast<std::size_t>(s)].request_id,
+                        std::span<const TokenId>(emitted_).subspan(
+                            b, begins_[static_cast<std::size_t>(s) + 1] - b)});
+  }
+  sched_->commit(results_, now());
+  if (on_tokens_) {
+    for (const ScheduledSequence& seq : plan.sequences) {
+      if (!sched_->contains(seq.request_id)) continue;  // finished: streamed from its outcome
+      stream(seq.request_id, sched_->tokens(seq.request_id));
+    }
+  }
+  collect_finished();
+  if (options_.ngram_speculation) propose_drafts(plan);
+  stats_.step_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return true;
+}
+
+inline std::size_t Engine::pick_tokens(const float* rows, std::span<const TokenId> drafts,
+                                       PerRequest& req, TokenId* out) {
+  const auto vocab = static_cast<std::size_t>(model_.config().vocab_size);
+  const SamplingParams& sp = req.params.sampling;
+  const std::size_t k = drafts.size();
+  if (k == 0) {
+    const std::span<const float> logits(rows, vocab);
+    if (sp.is_greedy()) {
+      out[0] = argmax(logits);
+    } else {
+      probs_.resize(vocab);
+      logits_to_probs(logits, sp, probs_, sampling_);
+      out[0] = sample_categorical(probs_, req.rng);
+    }
+    return 1;
+  }
+  probs_.resize((k + 1) * vocab);
+  for (std::size_t i = 0; i <= k; ++i) {
+    logits_to_probs(std::span<const float>(rows + i * vocab, vocab), sp,
+                    std::span<float>(probs_.data() + i * vocab, vocab), sampling_);
+  }
+  // The n-gram drafter is deterministic: its distribution is one-hot at the draft (empty q).
+  const std::size_t n = verify_chain(drafts, {}, probs_, vocab,
+                                     sp.is_greedy() ? VerifyMode::kGreedy : VerifyMode::kSample,
+                                     req.rng, std::span<TokenId>(out, k + 1));
+  stats_.drafted_tokens += static_cast<std::int64_t>(k);
+  stats_.accepted_tokens += static_cast<std::int64_t>(n - 1);
+  return n;
+}
+
+inline void Engine::stream(RequestId id, std::span<const TokenId> all) {
+  PerRequest& req = requests_.at(id);
+  const std::size_t outputs = all.size() - req.prompt_size;
+  if (outputs > req.streamed) {
+    on_tokens_(id, all.subspan(req.prompt_size + req.streamed));
+    req.streamed = outputs;
+  }
+}
+
+inline void Engine::collect_finished() {
+  for (RequestOutcome& o : sched_->take_finished()) {
+    const auto it = requests_.find(o.id);
+    if (it != requests_.end()) {
+      PerRequest& req = it->second;
+      if (on_tokens_ && o.output.size() > req.streamed) {
+        on_tokens_(o.id, std::span<const TokenId>(o.output).subspan(req.streamed));
+      }
+      requests_.erase(it);
+    }
+    finished_.push_back(std::move(o));
+  }
+}
+
+// Drafts for every request that will decode next step: the n-gram continuation of its tokens.
+inline void Engine::propose_drafts(const StepPlan& plan) {
+  for (const ScheduledSequence& seq : plan.sequences) {
+    const RequestId id = seq.request_id;
+    if (!sched_->contains(id) || sched_->state(id) != RequestState::kRunning) continue;
+    const std::span<const TokenId> context = sched_->tokens(id);
+    draft_buffer_.resize(static_cast<std::size_t>(options_.max_draft_tokens));
+    const std::size_t n = drafter_.propose(context, draft_buffer_);
+    if (n > 0) sched_->propose_drafts(id, std::span<const TokenId>(draft_buffer_).first(n));
+  }
+}
+
+}  // namespace inferkit

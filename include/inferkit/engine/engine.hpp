@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+// Engine: the loop a real inference engine runs, built from inferkit's parts, top floor beside
+// sim/: ContinuousScheduler -> LlamaModel::forward over paged KV -> sampling, or verification of
+// n-gram drafts by the chain verifier -> commit, with the RadixTree prefix cache. The simulator
+// and the engine take the same scheduler and workloads, so predicted and measured figures can be
+// compared. One engine, one thread of control (the kernels use OpenMP inside a step).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <inferkit/core/error.hpp>
+#include <inferkit/core/rng.hpp>
+#include <inferkit/core/token_id.hpp>
+#include <inferkit/kv/block_allocator.hpp>
+#include <inferkit/model/llama_model.hpp>
+#include <inferkit/prefix/radix_tree.hpp>
+#include <inferkit/sched/continuous_scheduler.hpp>
+#include <inferkit/sched/request.hpp>
+#include <inferkit/sched/scheduler_config.hpp>
+#include <inferkit/spec/chain_verifier.hpp>
+#include <inferkit/spec/ngram_drafter.hpp>
+#include <inferkit/spec/sampling.hpp>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace inferkit {
+
+/// How one request generates.
+struct GenerationParams {
+  std::int64_t max_new_tokens = 128;  ///< >= 1
+  /// Temperature, top-k, top-p, min-p; temperature 0 (the default here) is greedy.
+  SamplingParams sampling{0.0f, 0, 1.0f, 0.0f};
+  std::uint64_t seed = 0;              ///< the request's random stream (sampling, verification)
+  std::vector<TokenId> stop_tokens;    ///< extra stop tokens
+  bool stop_at_eos = true;             ///< also stop at the model's end-of-sequence tokens
+  std::int32_t priority = 0;           ///< Request::priority
+  CacheNamespace cache_namespace = 0;  ///< Request::cache_namespace
+};
+
+/// How an engine is built.
+struct EngineOptions {
+  std::int32_t num_blocks = 2048;  ///< KV pages (each block_size tokens, every layer)
+  std::int32_t block_size = 16;    ///< tokens per page
+  /// Batching rules. max_model_len 0 takes the model's context length. For static batching
+  /// pass `static_batching_config(...)`.
+  SchedulerConfig scheduler{};
+  bool prefix_cache = true;           ///< share cached prompt prefixes (RadixTree)
+  bool ngram_speculation = false;     ///< draft with prompt lookup, verify with the chain verifier
+  std::int32_t max_draft_tokens = 4;  ///< drafts per decode, >= 1 when speculating
+  std::int32_t ngram_min = 2;         ///< shortest suffix a draft must match
+  std::int32_t ngram_max = 4;         ///< longest suffix tried first
+  /// Tokens that end every request (besides its own stop tokens) when `stop_at_eos`; empty:
+  /// none. The caller fills them from the tokenizer (eos, <|im_end|> for chat models).
+  std::vector<TokenId> eos_tokens;
+};
+
+/// Counters of an engine since construction.
+struct EngineStats {
+  std::int64_t steps = 0;            ///< forward passes
+  std::int64_t prefill_tokens = 0;   ///< prompt (and recomputed) tokens computed
+  std::int64_t decode_tokens = 0;    ///< decode rows computed (drafts included)
+  std::int64_t drafted_tokens = 0;   ///< draft tokens verified
+  std::int64_t accepted_tokens = 0;  ///< of which accepted
+  double forward_seconds = 0.0;      ///< wall time in LlamaModel::forward
+  double step_seconds = 0.0;         ///< wall time in step(), scheduling and sampling included
+};
+
+/// Serves requests on a LlamaModel with inferkit's scheduler, paged KV, prefix cache and
+/// speculative decoding. The model (and its file) must outlive the engine.
+class Engine {
+  struct PerRequest {
+    GenerationParams params;
+    Rng rng{0};
+    std::size_t prompt_size = 0;
+    std::size_t streamed = 0;  // output tokens handed to the callback
+  };
+
+  const LlamaModel& model_;
+  EngineOptions options_;
+  std::unique_ptr<BlockAllocator> allocator_;
+  std::unique_ptr<RadixTree> tree_;
+  LlamaKVCache kv_;
+  std::unique_ptr<ContinuousScheduler<>> sched_;
+  LlamaWorkspace ws_;
+  NgramDrafter drafter_;
+  std::vector<float> logits_;
+  std::vector<float> probs_;
+  SamplingWorkspace sampling_;
+  std::vector<TokenId> emitted_;
+  std::vector<TokenId> draft_buffer_;
+  std::vector<SequenceResult> results_;
+  std::vector<std::size_t> begins_;  // [sequences + 1] offsets of their tokens in emitted_
+  std::unordered_map<RequestId, PerRequest> requests_;
+  std::vector<RequestOutcome> finished_;
+  std::function<void(RequestId, std::span<const TokenId>)> on_tokens_;
+  EngineStats stats_;
+  RequestId next_id_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+
+ public:
+  /// An engine over `model` with a pool of `options.num_blocks` KV pages. Throws
+  /// `Error{kInvalidArgument}` for bad options (what the scheduler, the allocator and the
+  /// drafter throw).
+  Engine(const LlamaModel& model, const EngineOptions& options)
+      : model_(model),
+        options_(options),
+        allocator_(std::make_unique<BlockAllocator>(options.num_blocks, options.block_size)),
+        kv_(model.kv_shape(options.num_blocks, options.block_size)),
+        drafter_(
+            static_cast<std::size_t>(std::max(options.ngram_min, 1)),
+            static_cast<std::size_t>(std::max(options.ngram_max, std::max(options.ngram_min, 1))),
+            static_cast<std::size_t>(std::max(options.max_draft_tokens, 1))) {
+    check_arg(!options.ngram_speculation || options.max_draft_tokens >= 1,
+              ErrorCode::kInvalidArgument, "max_draft_tokens", options.max_draft_tokens,
+              "must be >= 1 with ngram_speculation; limit", 1);
+    if (options_.prefix_cache) tree_ = std::make_unique<RadixTree>(*allocator_);
+    SchedulerConfig c = options_.scheduler;
+    if (c.max_model_len == 0) c.max_model_len = model.config().context_length;
+    sched_ = std::make_unique<ContinuousScheduler<>>(*allocator_, tree_.get(), c);
+  }
+
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Seconds since the engine was built (the clock of every metric).
+  [[nodiscard]] double now() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  /// Calls `callback(id, tokens)` after every step with each request's newly emitted tokens.
+  void set_token_callback(std::function<void(RequestId, std::span<const TokenId>)> callback) {
+    on_tokens_ = std::move(callback);
+  }
+
+  /// Queues a request; returns its id (0, 1, 2, ...). Throws `Error{kInvalidArgument}` for an
+  /// empty prompt, a token outside the vocabulary or bad generation parameters.
+  RequestId submit(std::vector<TokenId> prompt, const GenerationParams& params = {}) {
+    validate(params.sampling);
+    for (std::size_t i = 0; i < prompt.size(); ++i) {
+      if (prompt[i] < 0 || prompt[i] >= model_.config().vocab_size) {
+        check_arg(false, ErrorCode::kInvalidArgument, "prompt[" + std::to_string(i) + "]",
+                  prompt[i], "must be in [0, vocab) with vocab =", model_.config().vocab_size);
+      }
+    }
+    Request r;
+    r.id = next_id_;
+    r.prompt = std::move(prompt);
+    r.max_new_tokens = params.max_new_tokens;
+    r.stop_tokens = params.stop_tokens;
+    if (params.stop_at_eos) {
+      r.stop_tokens.insert(r.stop_tokens.end(), options_.eos_tokens.begin(),
+                           options_.eos_tokens.end());
+    }
+    r.arrival_s = now();
+    r.priority = params.priority;
+    r.cache_namespace = params.cache_namespace;
+    sched_->add(std::move(r));          // validates; throws before anything is recorded
+    if (!sched_->contains(next_id_)) {  // finished at once: it can never fit
+      collect_finished();
+      return next_id_++;
+    }
+    PerRequest& p = requests_[next_id_];
+    p.params = params;
+    p.rng = Rng(params.seed, static_cast<std::uint64_t>(next_id_));
+    p.prompt_size = sched_->tokens(next_id_).size();
+    return next_id_++;
+  }
+
+  /// Ends request `id`; false if the engine does not hold it.
+  bool abort(RequestId id) {
+    const bool held = sched_->abort(id, now());
+    collect_finished();
+    return held;
+  }
+
+  /// Runs one step (schedule, forward, sample or verify, commit). Returns false when there is
+  /// nothing to run.
+  bool step();
+
+  /// Steps until every submitted request has finished.
+  void run() {
+    while (sched_->has_unfinished()) {
+      if (!step()) break;
+    }
+  }
+
+  /// Moves out the outcomes finished since the last call.
+  [[nodiscard]] std::vector<RequestOutcome> take_finished() {
+    std::vector<RequestOutcome> out;
+    out.swap(finished_);
+    return out;
+  }
+
+  /// Whether requests are waiting or running.
+  [[nodiscard]] bool has_unfinished() const noexcept { return sched_->has_unfinished(); }
+  /// Engine counters.
+  [[nodiscard]] const EngineStats& stats() const noexcept { return stats_; }
+  /// The scheduler's counters (preemptions, prefix hits).
+  [[nodiscard]] const SchedulerStats& scheduler_stats() const noexcept { return sched_->stats(); }
+  /// Per-step records of the scheduler.
+  [[nodiscard]] const std::vector<StepMetrics>& step_metrics() const noexcept {
+    return sched_->step_metrics();
+  }
+  /// The model served.
+  [[nodiscard]] const LlamaModel& model() const noexcept { return model_; }
+
+ private:
+  void collect_finished();
+  // Writes the tokens a sampling sequence emits from its logit rows (1 + drafts) into `out`;
+  // returns how many.
+  std::size_t pick_tokens(const float* rows, std::span<const TokenId> drafts, PerRequest& req,
+                          TokenId* out);
+  void stream(RequestId id, std::span<const TokenId> all);
+  void propose_drafts(const StepPlan& plan);
+};
+
+}  // namespace inferkit
+
+#include <inferkit/engine/detail/engine_step.hpp>
