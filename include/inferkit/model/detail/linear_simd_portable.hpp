@@ -30,6 +30,8 @@ struct Simd {
   static constexpr int kTileTokens = 2;
   /// hsum16 is 16 hsums here: no padding of 8 sums to 16.
   static constexpr bool kBatchedHsum = false;
+  /// Q4 blocks decode through nibbles (no 16-entry permute in one register).
+  static constexpr bool kQ4Lookup = false;
 
   static V zero() noexcept { return set1(0.0f); }
   static V set1(float a) noexcept {
@@ -89,21 +91,6 @@ struct Simd {
     V r;
     for (int i = 0; i < 16; ++i) r.v[i] = static_cast<float>(static_cast<std::int8_t>(p[i]));
     return r;
-  }
-  /// Q4_0: (q - 8) d; Q4_1: q d + m; Q8_0: q d.
-  static void q4_0(const std::byte* qs, const V& d, V& lo, V& hi) noexcept {
-    nibbles(qs, lo, hi);
-    lo = mul(add(lo, set1(-8.0f)), d);
-    hi = mul(add(hi, set1(-8.0f)), d);
-  }
-  static void q4_1(const std::byte* qs, const V& d, const V& m, V& lo, V& hi) noexcept {
-    nibbles(qs, lo, hi);
-    lo = fma(lo, d, m);
-    hi = fma(hi, d, m);
-  }
-  static void q8_0(const std::byte* qs, const V& d, V& lo, V& hi) noexcept {
-    lo = mul(int8s(qs), d);
-    hi = mul(int8s(qs + 16), d);
   }
   static V halfs_partial(const std::byte* p, int n) noexcept {
     V r = zero();
