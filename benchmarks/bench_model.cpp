@@ -4,7 +4,8 @@
 // Matrix-vector (decode): weight bytes/s as a fraction of a streaming read of the same number of
 // bytes, timed alongside in the same iterations from the same pool of weight copies, so both see
 // the same memory level. Batched matmul (batched decode, prefill): GFLOP/s against Eigen's fp32
-// GEMM of the same shape with the same threads, also timed alongside.
+// GEMM of the same shape with the same threads, also timed alongside. Rates are from median
+// iteration times; each ratio is given from the sums and from the medians (`_median`).
 // Run: OMP_NUM_THREADS=2 ./inferkit_bench_model (and OMP_NUM_THREADS=1).
 // GCC 12's AVX-512 intrinsics (used by Eigen) self-initialize "undefined" operands, which
 // -Wmaybe-uninitialized flags at every inlined use: a known false positive.
@@ -186,6 +187,30 @@ struct WeightPool {
   const std::byte* copy(std::int64_t c) const { return buffer.get() + (c % copies) * stride; }
 };
 
+/// Per-iteration seconds of a kernel and of its baseline, timed back to back. Reports the ratio
+/// of the sums (the style of the other benchmarks) and of the medians: on a shared machine a
+/// preempted iteration inflates a sum, while the median of hundreds of pairs stays put.
+struct PairedTimes {
+  std::vector<double> kernel, baseline;
+
+  static double median(std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  }
+  static double sum(const std::vector<double>& v) {
+    double s = 0.0;
+    for (double x : v) s += x;
+    return s;
+  }
+  /// Sets `<name>` (sums) and `<name>_median`, and returns the kernel's median seconds.
+  double report(benchmark::State& state, const std::string& name) const {
+    state.counters[name] = sum(baseline) / sum(kernel);
+    const double k = median(kernel);
+    state.counters[name + "_median"] = median(baseline) / k;
+    return k;
+  }
+};
+
 /// Matrix-vector y = W x for a rows x cols matrix of `type`, drawn round robin from a pool of
 /// `pool_mib` MiB of copies (1024: from DRAM; 96: the size of all of SmolLM2's weights, one
 /// decode step's working set, which stays in a large L3; 0: one hot copy). Each iteration times
@@ -197,28 +222,27 @@ void BM_Linear_Matvec(benchmark::State& state) {
   const WeightPool pool(random_matrix(type, rows, cols), pool_mib);
   const std::vector<float> x = random_floats(cols, 5);
   std::vector<float> y(static_cast<std::size_t>(rows));
-  double kernel_s = 0.0, stream_s = 0.0;
-  std::int64_t calls = 0, c = 0;
+  PairedTimes times;
+  std::int64_t c = 0;
   for (auto _ : state) {
     const LinearWeights w{type, rows, cols, pool.copy(c)};
     const auto t0 = Clock::now();
     linear(w, x.data(), 1, y.data());
     benchmark::DoNotOptimize(y.data());
-    kernel_s += seconds_since(t0);
+    times.kernel.push_back(seconds_since(t0));
     state.PauseTiming();
     const std::byte* next = pool.copy(pool.copies > 1 ? c + 1 : c);
     const auto t1 = Clock::now();
     benchmark::DoNotOptimize(stream_read(next, pool.matrix_bytes));
-    stream_s += seconds_since(t1);
+    times.baseline.push_back(seconds_since(t1));
     state.ResumeTiming();
-    ++calls;
     c += pool.copies > 1 ? 2 : 0;
   }
-  const double bytes = static_cast<double>(pool.matrix_bytes) * static_cast<double>(calls);
+  const auto bytes = static_cast<double>(pool.matrix_bytes);
+  const double kernel_s = times.report(state, "ratio_vs_stream");
   state.counters["weight_GB_per_s"] = bytes / kernel_s * 1e-9;
-  state.counters["stream_GB_per_s"] = bytes / stream_s * 1e-9;
-  state.counters["ratio_vs_stream"] = stream_s / kernel_s;
-  state.counters["us_per_call"] = kernel_s / static_cast<double>(calls) * 1e6;
+  state.counters["stream_GB_per_s"] = bytes / PairedTimes::median(times.baseline) * 1e-9;
+  state.counters["us_per_call"] = kernel_s * 1e6;
   state.counters["threads"] = num_threads();
   state.SetLabel(std::string(ggml_type_layout(type)->name) +
                  (pool_mib == 0 ? " hot" : " pool " + std::to_string(pool_mib) + " MiB"));
@@ -241,25 +265,23 @@ void BM_Linear_Matmul(benchmark::State& state) {
     dequantize_row(type, m.data() + r * ggml_row_bytes(type, cols), cols, wf.row(r).data());
   }
   std::memcpy(xf.data(), x.data(), x.size() * sizeof(float));
-  double kernel_s = 0.0, eigen_s = 0.0;
-  std::int64_t calls = 0;
+  PairedTimes times;
   for (auto _ : state) {
     const auto t0 = Clock::now();
     linear(w, x.data(), n, y.data());
     benchmark::DoNotOptimize(y.data());
-    kernel_s += seconds_since(t0);
+    times.kernel.push_back(seconds_since(t0));
     state.PauseTiming();
     const auto t1 = Clock::now();
     yf.noalias() = xf * wf.transpose();
     benchmark::DoNotOptimize(yf.data());
-    eigen_s += seconds_since(t1);
+    times.baseline.push_back(seconds_since(t1));
     state.ResumeTiming();
-    ++calls;
   }
-  const double flops = 2.0 * static_cast<double>(rows * cols * n) * static_cast<double>(calls);
+  const double flops = 2.0 * static_cast<double>(rows * cols * n);
+  const double kernel_s = times.report(state, "ratio_vs_eigen_gemm");
   state.counters["GFLOP_per_s"] = flops / kernel_s * 1e-9;
-  state.counters["eigen_GFLOP_per_s"] = flops / eigen_s * 1e-9;
-  state.counters["ratio_vs_eigen_gemm"] = eigen_s / kernel_s;
+  state.counters["eigen_GFLOP_per_s"] = flops / PairedTimes::median(times.baseline) * 1e-9;
   state.counters["threads"] = num_threads();
   state.SetLabel(std::string(ggml_type_layout(type)->name));
 }
