@@ -93,8 +93,6 @@ INFERKIT_FORCEINLINE void load_scales(const std::byte* const (&w)[kRows], std::i
   }
 }
 
-/// The fp32 weights of one unit at `p` with its fp32 scales `scale`: w = (q - 8) d (Q4_0),
-/// q d + m by one FMA (Q4_1), q d (Q8_0), the exact value (F16, BF16, F32).
 /// The 32 weights of a Q4_0 / Q4_1 block (quants at qs): (q - 8) d, exact, or q d + m, one FMA.
 /// S is the policy (a parameter, so that only policies with kQ4Lookup need q4_lookup).
 template <GgmlType kType, class S>
@@ -112,6 +110,8 @@ INFERKIT_FORCEINLINE void decode_q4(const std::byte* qs, V d, V m, V* w) noexcep
   }
 }
 
+/// The fp32 weights of one unit at `p` with its fp32 scales `scale`: w = (q - 8) d (Q4_0),
+/// q d + m by one FMA (Q4_1), q d (Q8_0), the exact value (F16, BF16, F32).
 template <GgmlType kType>
 INFERKIT_FORCEINLINE void decode_unit(const std::byte* p, const float* scale, V* w) noexcept {
   if constexpr (kType == GgmlType::kQ4_0 || kType == GgmlType::kQ4_1) {
@@ -339,6 +339,11 @@ inline void panel_tile(const float* w, std::int64_t stride, std::int64_t valid,
 template <GgmlType kType>
 inline void linear_rows_of(const LinearJob& job, std::int64_t r0, std::int64_t r1,
                            float* scratch) noexcept {
+  // store_tile writes every computed row below job.rows, so a tile must never reach into the
+  // next thread's rows (which start at a multiple of kLinearPanelRows).
+  static_assert(kLinearPanelRows % Simd::kFusedRows == 0 && Simd::kFusedRows % 2 == 0 &&
+                    kLinearPanelRows % Simd::kTileRows == 0,
+                "register tiles must divide kLinearPanelRows");
   if (job.n == 1) {
     for (std::int64_t r = r0; r < r1; r += Simd::kFusedRows) {
       fused_tile<kType, Simd::kFusedRows, 1>(job, r, 0);
