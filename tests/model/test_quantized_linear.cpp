@@ -417,10 +417,10 @@ TEST_CASE("linear: the AVX2 and AVX-512 paths give the same floats", "[model][qu
 }
 
 TEST_CASE("linear: wide rows, tokens in several cache blocks", "[model][quantized_linear]") {
-  // 4096 inputs: the panel path takes linear_token_block(4096, 6) = 12 tokens per block, so 32
+  // 8192 inputs: the panel path takes linear_token_block(8192, 6) = 12 tokens per block, so 32
   // tokens cross three blocks.
-  REQUIRE(detail::linear_token_block(4096, 6) == 12);
-  constexpr std::int64_t kTokens = 32, kRows = 24, kCols = 4096;
+  REQUIRE(detail::linear_token_block(8192, 6) == 12);
+  constexpr std::int64_t kTokens = 32, kRows = 24, kCols = 8192;
   for (LinearIsa isa : supported_isas()) {
     for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kBF16}) {
       const Matrix m(type, kRows, kCols, 41);
@@ -429,7 +429,7 @@ TEST_CASE("linear: wide rows, tokens in several cache blocks", "[model][quantize
       detail::linear_on(isa, m.weights(), x.data(), kTokens, all.data());
       INFO(describe(isa, type, kRows, kCols, kTokens));
       check_against_reference(m, x, kTokens, all);
-      for (std::int64_t t : {0, 11, 12, 31}) {
+      for (std::int64_t t : {0, 11, 12, 24, 31}) {
         detail::linear_on(isa, m.weights(), x.data() + t * kCols, 1, one.data());
         CHECK(same_bits(all.data() + t * kRows, one.data(), kRows));
       }
