@@ -436,3 +436,15 @@ TEST_CASE("linear: wide rows, tokens in several cache blocks", "[model][quantize
     }
   }
 }
+
+TEST_CASE("linear: the portable fp16 scale conversion is exact for every code",
+          "[model][quantized_linear]") {
+  long bad = 0;
+  for (std::uint32_t code = 0; code < 65536; ++code) {
+    const auto h = static_cast<std::uint16_t>(code);
+    const float got = detail::linear_baseline::Simd::half_bits(h);
+    const float want = to_float(float16::from_bits(h));
+    bad += std::memcmp(&got, &want, sizeof(float)) == 0 ? 0 : 1;
+  }
+  CHECK(bad == 0);
+}
