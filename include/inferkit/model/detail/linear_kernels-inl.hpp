@@ -213,7 +213,7 @@ inline void fused_tile(const LinearJob& job, std::int64_t r0, std::int64_t t0) n
   constexpr int kVectors = kUnitVectors<kType>;
   constexpr int kS = kScaleSlots<kType>;
   const std::int64_t units = job.cols / kUnitValues<kType>;
-  std::int64_t ahead = (r0 + 2 * kRows) * job.row_bytes;
+  std::int64_t ahead = (r0 + std::int64_t{2} * kRows) * job.row_bytes;
   const std::int64_t ahead_end = job.rows * job.row_bytes;
   const std::int64_t ahead_step = (kRows * job.row_bytes / (units > 0 ? units : 1) + 63) / 64 * 64;
   float scales[kRows * kSegmentUnits * kS];

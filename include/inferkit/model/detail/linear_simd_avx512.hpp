@@ -66,15 +66,17 @@ struct Simd {
   /// (i, i+4) of four, (i, i+2) of eight, (i, i+1) of all sixteen.
   static void hsum16(const V* a, float* out) noexcept {
     V b[8], c[4], d[2];
-    for (int k = 0; k < 8; ++k) {  // [a[2k] lanes 0-7 | a[2k+1] lanes 0-7] + [lanes 8-15]
+    // [a[2k] lanes 0-7 | a[2k+1] lanes 0-7] + [lanes 8-15]
+    for (std::ptrdiff_t k = 0; k < 8; ++k) {
       b[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
                            _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
     }
-    for (int k = 0; k < 4; ++k) {  // 128-bit lane q: (i, i+4) of a[4k + q]
+    for (std::ptrdiff_t k = 0; k < 4; ++k) {  // 128-bit lane q: (i, i+4) of a[4k + q]
       c[k] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
                            _mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
     }
-    for (int k = 0; k < 2; ++k) {  // lane q: (i, i+2) of a[8k + q], then of a[8k + 4 + q]
+    // lane q: (i, i+2) of a[8k + q], then of a[8k + 4 + q]
+    for (std::ptrdiff_t k = 0; k < 2; ++k) {
       d[k] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * k], c[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
                            _mm512_shuffle_ps(c[2 * k], c[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
     }

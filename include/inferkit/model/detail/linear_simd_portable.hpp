@@ -154,13 +154,13 @@ struct Simd {
 #endif
   static V halfs_partial(const std::byte* p, int n) noexcept {
     float f[16] = {};
-    for (int i = 0; i < n; ++i) f[i] = half(p + 2 * i);
+    for (std::ptrdiff_t i = 0; i < n; ++i) f[i] = half(p + 2 * i);
     return from(f);
   }
   static V halfs(const std::byte* p) noexcept { return halfs_partial(p, 16); }
   static V bhalfs_partial(const std::byte* p, int n) noexcept {
     float f[16] = {};
-    for (int i = 0; i < n; ++i) {
+    for (std::ptrdiff_t i = 0; i < n; ++i) {
       std::uint16_t bits = 0;
       std::memcpy(&bits, p + 2 * i, sizeof(bits));
       f[i] = std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
