@@ -14,6 +14,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <benchmarks/support/bench_support.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -34,14 +35,14 @@
 #if INFERKIT_HAS_AVX512
 #  include <immintrin.h>
 #endif
-#if defined(__linux__)
-#  include <sys/mman.h>
-#endif
 
 namespace {
 
 using namespace inferkit;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::HugeBuffer;
+using bench::num_threads;
+using bench::seconds_since;
 
 constexpr std::int32_t kQoHeads = 32;
 constexpr std::int32_t kKvHeads = 8;
@@ -50,42 +51,6 @@ constexpr std::int32_t kBlockSize = 16;
 // 2 GiB of K+V (1 GiB each): the largest case (32 x 16K) fills it; smaller cases cycle through
 // disjoint page sets of it, so every case streams from DRAM, not from the 105 MiB L3.
 constexpr std::int32_t kPoolBlocks = 32768;
-
-/// A buffer of `n` T aligned to 2 MiB and, on Linux, backed by transparent huge pages when the
-/// system allows it (as a serving engine allocates its KV pool): with 4 KiB pages every KV page
-/// of a shuffled page table costs a TLB miss, which measures the OS more than the kernel. The
-/// stream baseline uses the same allocation.
-template <class T>
-struct HugeBuffer {
-  struct Free {
-    void operator()(T* p) const noexcept { std::free(p); }
-  };
-  std::unique_ptr<T[], Free> data;
-
-  explicit HugeBuffer(std::size_t n) {
-    constexpr std::size_t kHuge = std::size_t{2} << 20;
-    const std::size_t bytes = (n * sizeof(T) + kHuge - 1) / kHuge * kHuge;
-    data.reset(static_cast<T*>(std::aligned_alloc(kHuge, bytes)));
-    if (!data) throw std::bad_alloc();
-#if defined(__linux__)
-    madvise(data.get(), bytes, MADV_HUGEPAGE);
-#endif
-  }
-  T* get() const noexcept { return data.get(); }
-  T& operator[](std::size_t i) const noexcept { return data[i]; }
-};
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-int num_threads() {
-#if INFERKIT_HAS_OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
 
 /// Streaming read bandwidth (bytes/s): the best of several parallel sums over 1 GiB.
 /// The streaming-read baseline: a 1 GiB buffer (same allocation as the KV pool) summed by the

@@ -27,6 +27,7 @@
 #include <inferkit/kv/paged_kv_cache.hpp>
 #include <inferkit/kv/paged_kv_view.hpp>
 #include <inferkit/model/ggml_type.hpp>
+#include <inferkit/model/quantized_linear.hpp>
 #include <inferkit/perf/hardware.hpp>
 #include <inferkit/perf/kv_memory_planner.hpp>
 #include <inferkit/perf/roofline.hpp>

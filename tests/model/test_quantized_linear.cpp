@@ -76,10 +76,10 @@ std::vector<std::byte> random_matrix(GgmlType type, std::int64_t rows, std::int6
     std::byte* row = data.data() + r * row_bytes;
     if (is_block_type(type)) {
       const std::int64_t block_bytes = ggml_type_layout(type)->block_bytes;
-      const int scales = type == GgmlType::kQ4_1 ? 2 : 1;
+      const std::int64_t scales = type == GgmlType::kQ4_1 ? 2 : 1;
       for (std::int64_t b = 0; b < cols / 32; ++b) {
         std::byte* block = row + b * block_bytes;
-        for (int s = 0; s < scales; ++s) store_u16(block + 2 * s, random_scale_bits(rng));
+        for (std::int64_t s = 0; s < scales; ++s) store_u16(block + 2 * s, random_scale_bits(rng));
         for (std::int64_t i = 2 * scales; i < block_bytes; ++i) {
           const std::uint32_t v = counter < 256 ? counter++ : rng.below(256);
           block[i] = static_cast<std::byte>(v);
@@ -116,7 +116,7 @@ double reference_element(GgmlType type, const std::byte* row, std::int64_t i) {
       const std::byte* qs = block + (type == GgmlType::kQ4_0 ? 2 : 4);
       const std::int64_t j = i % 32;
       const auto byte = static_cast<unsigned>(qs[j % 16]);
-      const double q = static_cast<double>(j < 16 ? (byte & 15u) : (byte >> 4));
+      const auto q = static_cast<double>(j < 16 ? (byte & 15u) : (byte >> 4));
       return type == GgmlType::kQ4_0 ? (q - 8.0) * half(block) : q * half(block) + half(block + 2);
     }
     case GgmlType::kQ8_0: {
@@ -152,8 +152,8 @@ struct Matrix {
 
   Matrix(GgmlType t, std::int64_t r, std::int64_t c, std::uint64_t seed)
       : type(t), rows(r), cols(c), data(random_matrix(t, r, c, seed)) {}
-  LinearWeights weights() const { return {type, rows, cols, data.data()}; }
-  const std::byte* row(std::int64_t r) const {
+  [[nodiscard]] LinearWeights weights() const { return {type, rows, cols, data.data()}; }
+  [[nodiscard]] const std::byte* row(std::int64_t r) const {
     return data.data() + r * ggml_row_bytes(type, cols);
   }
 };
@@ -167,7 +167,8 @@ struct Matrix {
 void check_against_reference(const Matrix& m, const std::vector<float>& x, std::int64_t n,
                              const std::vector<float>& y) {
   const double u = std::ldexp(1.0, -24);
-  const double k = 2.0 * static_cast<double>((m.cols + 15) / 16) + 6.0;
+  const std::int64_t vectors = (m.cols + 15) / 16;  // ceil(cols / 16)
+  const double k = 2.0 * static_cast<double>(vectors) + 6.0;
   long bad = 0;
   std::string first;
   for (std::int64_t t = 0; t < n; ++t) {
@@ -207,7 +208,9 @@ void set_threads(int threads) {
 #endif
 }
 
+/// Bit-for-bit equality (the batch-invariance contract), which == would not give for NaN or -0.
 bool same_bits(const float* a, const float* b, std::int64_t count) {
+  // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): the bits are what is compared
   return std::memcmp(a, b, static_cast<std::size_t>(count) * sizeof(float)) == 0;
 }
 
@@ -417,10 +420,10 @@ TEST_CASE("linear: the AVX2 and AVX-512 paths give the same floats", "[model][qu
 }
 
 TEST_CASE("linear: wide rows, tokens in several cache blocks", "[model][quantized_linear]") {
-  // 4096 inputs: the panel path takes linear_token_block(4096, 6) = 12 tokens per block, so 32
+  // 8192 inputs: the panel path takes linear_token_block(8192, 6) = 12 tokens per block, so 32
   // tokens cross three blocks.
-  REQUIRE(detail::linear_token_block(4096, 6) == 12);
-  constexpr std::int64_t kTokens = 32, kRows = 24, kCols = 4096;
+  REQUIRE(detail::linear_token_block(8192, 6) == 12);
+  constexpr std::int64_t kTokens = 32, kRows = 24, kCols = 8192;
   for (LinearIsa isa : supported_isas()) {
     for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kBF16}) {
       const Matrix m(type, kRows, kCols, 41);
@@ -429,10 +432,22 @@ TEST_CASE("linear: wide rows, tokens in several cache blocks", "[model][quantize
       detail::linear_on(isa, m.weights(), x.data(), kTokens, all.data());
       INFO(describe(isa, type, kRows, kCols, kTokens));
       check_against_reference(m, x, kTokens, all);
-      for (std::int64_t t : {0, 11, 12, 31}) {
+      for (std::int64_t t : {0, 11, 12, 24, 31}) {
         detail::linear_on(isa, m.weights(), x.data() + t * kCols, 1, one.data());
         CHECK(same_bits(all.data() + t * kRows, one.data(), kRows));
       }
     }
   }
+}
+
+TEST_CASE("linear: the portable fp16 scale conversion is exact for every code",
+          "[model][quantized_linear]") {
+  long bad = 0;
+  for (std::uint32_t code = 0; code < 65536; ++code) {
+    const auto h = static_cast<std::uint16_t>(code);
+    const float got = detail::linear_baseline::Simd::half_bits(h);
+    const float want = to_float(float16::from_bits(h));
+    bad += same_bits(&got, &want, 1) ? 0 : 1;
+  }
+  CHECK(bad == 0);
 }

@@ -90,6 +90,14 @@
 #  define INFERKIT_CPU_DISPATCH 0
 #endif
 
+// INFERKIT_HAS_VECTOR_EXT: 1 where GCC/clang generic vectors (`__attribute__((vector_size))`)
+// exist; portable kernels then use them, which both compilers lower to the TU's widest SIMD.
+#if defined(__GNUC__)
+#  define INFERKIT_HAS_VECTOR_EXT 1
+#else
+#  define INFERKIT_HAS_VECTOR_EXT 0
+#endif
+
 // INFERKIT_HAS_AVX512: 1 when AVX-512 F/BW/VL are enabled for this TU (for CPU kernels).
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #  define INFERKIT_HAS_AVX512 1

@@ -53,6 +53,9 @@ INFERKIT_FORCEINLINE void visit_type(GgmlType type, F&& f) {
 
 template <GgmlType kType>
 inline constexpr int kScales = kType == GgmlType::kQ4_1 ? 2 : (kBlockType<kType> ? 1 : 0);
+/// Floats a unit takes in a scale array (at least one, so float types can share the code).
+template <GgmlType kType>
+inline constexpr int kScaleSlots = kType == GgmlType::kQ4_1 ? 2 : 1;
 
 /// Units per scale pass: the fp32 scales of up to 8 rows x 64 blocks sit in 4 KiB of stack.
 inline constexpr std::int64_t kSegmentUnits = 64;
@@ -64,7 +67,7 @@ inline constexpr std::int64_t kSegmentUnits = 64;
 template <GgmlType kType, int kRows>
 INFERKIT_FORCEINLINE void load_scales(const std::byte* const (&w)[kRows], std::int64_t u0,
                                       std::int64_t count, float* out) noexcept {
-  if constexpr (kScales < kType >> 0) {
+  if constexpr (kBlockType<kType>) {
     // A block's scales are its first 2 bytes (4: d then m), copied as one word.
     constexpr std::size_t kWord = 2 * kScales<kType>;
     std::uint16_t halves[kRows * kSegmentUnits * kScales<kType>];
@@ -90,16 +93,34 @@ INFERKIT_FORCEINLINE void load_scales(const std::byte* const (&w)[kRows], std::i
   }
 }
 
+/// The 32 weights of a Q4_0 / Q4_1 block (quants at qs): (q - 8) d, exact, or q d + m, one FMA.
+/// S is the policy (a parameter, so that only policies with kQ4Lookup need q4_lookup).
+template <GgmlType kType, class S>
+INFERKIT_FORCEINLINE void decode_q4(const std::byte* qs, V d, V m, V* w) noexcept {
+  if constexpr (S::kQ4Lookup) {
+    S::q4_lookup(
+        qs, kType == GgmlType::kQ4_0 ? S::mul(S::q4_0_levels(), d) : S::fma(S::q4_1_levels(), d, m),
+        w[0], w[1]);
+  } else {
+    S::nibbles(qs, w[0], w[1]);
+    for (int v = 0; v < 2; ++v) {
+      w[v] =
+          kType == GgmlType::kQ4_0 ? S::mul(S::add(w[v], S::set1(-8.0f)), d) : S::fma(w[v], d, m);
+    }
+  }
+}
+
 /// The fp32 weights of one unit at `p` with its fp32 scales `scale`: w = (q - 8) d (Q4_0),
 /// q d + m by one FMA (Q4_1), q d (Q8_0), the exact value (F16, BF16, F32).
 template <GgmlType kType>
 INFERKIT_FORCEINLINE void decode_unit(const std::byte* p, const float* scale, V* w) noexcept {
-  if constexpr (kType == GgmlType::kQ4_0) {
-    Simd::q4_0(p + 2, Simd::set1(scale[0]), w[0], w[1]);
-  } else if constexpr (kType == GgmlType::kQ4_1) {
-    Simd::q4_1(p + 4, Simd::set1(scale[0]), Simd::set1(scale[1]), w[0], w[1]);
+  if constexpr (kType == GgmlType::kQ4_0 || kType == GgmlType::kQ4_1) {
+    const V m = kType == GgmlType::kQ4_0 ? Simd::zero() : Simd::set1(scale[1]);
+    decode_q4<kType, Simd>(p + 2 * kScales<kType>, Simd::set1(scale[0]), m, w);
   } else if constexpr (kType == GgmlType::kQ8_0) {
-    Simd::q8_0(p + 2, Simd::set1(scale[0]), w[0], w[1]);
+    const V d = Simd::set1(scale[0]);
+    w[0] = Simd::mul(Simd::int8s(p + 2), d);
+    w[1] = Simd::mul(Simd::int8s(p + 18), d);
   } else if constexpr (kType == GgmlType::kF16) {
     w[0] = Simd::halfs(p);
   } else if constexpr (kType == GgmlType::kBF16) {
@@ -158,9 +179,21 @@ INFERKIT_FORCEINLINE void store_tile(const LinearJob& job, std::int64_t r0, std:
   }
 }
 
-/// Token t0 + t's activations (the last token for t past it: computed, never stored).
-INFERKIT_FORCEINLINE const float* token_row(const LinearJob& job, std::int64_t t) noexcept {
-  return job.x + (t < job.n ? t : job.n - 1) * job.cols;
+/// A tile's activation rows for tokens t0.. (past the last token: the last one again, computed
+/// and never stored) and its zeroed accumulators.
+template <int kRows, int kTokens>
+INFERKIT_FORCEINLINE void start_tile(const LinearJob& job, std::int64_t t0,
+                                     const float* (&x)[kTokens],
+                                     V (&acc)[kRows][kTokens]) noexcept {
+  INFERKIT_UNROLL
+  for (int t = 0; t < kTokens; ++t) {
+    x[t] = job.x + (t0 + t < job.n ? t0 + t : job.n - 1) * job.cols;
+  }
+  INFERKIT_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL
+    for (int t = 0; t < kTokens; ++t) acc[r][t] = Simd::zero();
+  }
 }
 
 /// Rows r0..r0+kRows-1 x tokens t0..t0+kTokens-1, decoding each weight unit in registers once
@@ -175,18 +208,12 @@ inline void fused_tile(const LinearJob& job, std::int64_t r0, std::int64_t t0) n
     w[r] = job.w + (r0 + r < job.rows ? r0 + r : job.rows - 1) * job.row_bytes;
   }
   const float* x[kTokens];
-  INFERKIT_UNROLL
-  for (int t = 0; t < kTokens; ++t) x[t] = token_row(job, t0 + t);
   V acc[kRows][kTokens];
-  INFERKIT_UNROLL
-  for (int r = 0; r < kRows; ++r) {
-    INFERKIT_UNROLL
-    for (int t = 0; t < kTokens; ++t) acc[r][t] = Simd::zero();
-  }
+  start_tile(job, t0, x, acc);
   constexpr int kVectors = kUnitVectors<kType>;
-  constexpr int kS = kScales < kType >> 0 ? kScales<kType> : 1;
+  constexpr int kS = kScaleSlots<kType>;
   const std::int64_t units = job.cols / kUnitValues<kType>;
-  std::int64_t ahead = (r0 + 2 * kRows) * job.row_bytes;
+  std::int64_t ahead = (r0 + std::int64_t{2} * kRows) * job.row_bytes;
   const std::int64_t ahead_end = job.rows * job.row_bytes;
   const std::int64_t ahead_step = (kRows * job.row_bytes / (units > 0 ? units : 1) + 63) / 64 * 64;
   float scales[kRows * kSegmentUnits * kS];
@@ -238,7 +265,7 @@ inline void fused_tile(const LinearJob& job, std::int64_t r0, std::int64_t t0) n
 template <GgmlType kType>
 inline void decode_row(const std::byte* row, std::int64_t cols, float* out, bool padded) noexcept {
   constexpr int kVectors = kUnitVectors<kType>;
-  constexpr int kS = kScales < kType >> 0 ? kScales<kType> : 1;
+  constexpr int kS = kScaleSlots<kType>;
   const std::byte* const rows[1] = {row};
   const std::int64_t units = cols / kUnitValues<kType>;
   float scales[kSegmentUnits * kS];
@@ -279,14 +306,8 @@ inline void panel_tile(const float* w, std::int64_t stride, std::int64_t valid,
   INFERKIT_UNROLL
   for (int r = 0; r < kRows; ++r) wr[r] = w + (r < valid ? r : valid - 1) * stride;
   const float* x[kTokens];
-  INFERKIT_UNROLL
-  for (int t = 0; t < kTokens; ++t) x[t] = token_row(job, t0 + t);
   V acc[kRows][kTokens];
-  INFERKIT_UNROLL
-  for (int r = 0; r < kRows; ++r) {
-    INFERKIT_UNROLL
-    for (int t = 0; t < kTokens; ++t) acc[r][t] = Simd::zero();
-  }
+  start_tile(job, t0, x, acc);
   const std::int64_t chunks = job.cols / 16;
   for (std::int64_t j = 0; j < chunks; ++j) {
     V wv[kRows];
@@ -318,6 +339,11 @@ inline void panel_tile(const float* w, std::int64_t stride, std::int64_t valid,
 template <GgmlType kType>
 inline void linear_rows_of(const LinearJob& job, std::int64_t r0, std::int64_t r1,
                            float* scratch) noexcept {
+  // store_tile writes every computed row below job.rows, so a tile must never reach into the
+  // next thread's rows (which start at a multiple of kLinearPanelRows).
+  static_assert(kLinearPanelRows % Simd::kFusedRows == 0 && Simd::kFusedRows % 2 == 0 &&
+                    kLinearPanelRows % Simd::kTileRows == 0,
+                "register tiles must divide kLinearPanelRows");
   if (job.n == 1) {
     for (std::int64_t r = r0; r < r1; r += Simd::kFusedRows) {
       fused_tile<kType, Simd::kFusedRows, 1>(job, r, 0);

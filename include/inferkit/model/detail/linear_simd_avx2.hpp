@@ -42,6 +42,8 @@ struct Simd {
   static constexpr int kTileTokens = 2;
   /// hsum16 is 16 hsums here: no padding of 8 sums to 16.
   static constexpr bool kBatchedHsum = false;
+  /// Q4 blocks decode through nibbles (no 16-entry permute in one register).
+  static constexpr bool kQ4Lookup = false;
 
   /// All-ones in the first n (0-8) of 8 int lanes: maskload's mask.
   static __m256i first(int n) noexcept {
@@ -97,21 +99,6 @@ struct Simd {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)),
             _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(q, q)))};
-  }
-  /// Q4_0: (q - 8) d; Q4_1: q d + m (one rounding); Q8_0: q d.
-  static void q4_0(const std::byte* qs, V d, V& lo, V& hi) noexcept {
-    nibbles(qs, lo, hi);
-    lo = mul(add(lo, set1(-8.0f)), d);
-    hi = mul(add(hi, set1(-8.0f)), d);
-  }
-  static void q4_1(const std::byte* qs, V d, V m, V& lo, V& hi) noexcept {
-    nibbles(qs, lo, hi);
-    lo = fma(lo, d, m);
-    hi = fma(hi, d, m);
-  }
-  static void q8_0(const std::byte* qs, V d, V& lo, V& hi) noexcept {
-    lo = mul(int8s(qs), d);
-    hi = mul(int8s(qs + 16), d);
   }
   static V halfs(const std::byte* p) noexcept {
     return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),

@@ -39,6 +39,8 @@ struct Simd {
   static constexpr int kTileTokens = 6;
   /// hsum16 costs 46 instructions for 16 sums (hsum: 8 for one), worth padding 8 sums to 16.
   static constexpr bool kBatchedHsum = true;
+  /// Q4 blocks decode by q4_lookup (2 permutes) instead of nibbles (2 conversions + 2 masks).
+  static constexpr bool kQ4Lookup = true;
 
   static __mmask16 first(int n) noexcept { return static_cast<__mmask16>((1u << n) - 1u); }
   static V zero() noexcept { return _mm512_setzero_ps(); }
@@ -64,15 +66,17 @@ struct Simd {
   /// (i, i+4) of four, (i, i+2) of eight, (i, i+1) of all sixteen.
   static void hsum16(const V* a, float* out) noexcept {
     V b[8], c[4], d[2];
-    for (int k = 0; k < 8; ++k) {  // [a[2k] lanes 0-7 | a[2k+1] lanes 0-7] + [lanes 8-15]
+    // [a[2k] lanes 0-7 | a[2k+1] lanes 0-7] + [lanes 8-15]
+    for (std::ptrdiff_t k = 0; k < 8; ++k) {
       b[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
                            _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
     }
-    for (int k = 0; k < 4; ++k) {  // 128-bit lane q: (i, i+4) of a[4k + q]
+    for (std::ptrdiff_t k = 0; k < 4; ++k) {  // 128-bit lane q: (i, i+4) of a[4k + q]
       c[k] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
                            _mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
     }
-    for (int k = 0; k < 2; ++k) {  // lane q: (i, i+2) of a[8k + q], then of a[8k + 4 + q]
+    // lane q: (i, i+2) of a[8k + q], then of a[8k + 4 + q]
+    for (std::ptrdiff_t k = 0; k < 2; ++k) {
       d[k] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * k], c[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
                            _mm512_shuffle_ps(c[2 * k], c[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
     }
@@ -95,33 +99,26 @@ struct Simd {
     }
   }
   /// Q4 blocks by table lookup: vpermps reads the low 4 bits of each index lane, so the zero-
-  /// extended bytes index the low nibbles directly and, shifted by 4, the high ones; the table
-  /// holds the 16 dequantized values, computed as the other paths compute each weight.
+  /// extended bytes index the low nibbles directly and, shifted by 4, the high ones; `table`
+  /// holds the 16 dequantized values, computed as the other paths compute each weight. lo gets
+  /// elements 0-15 (low nibbles), hi 16-31.
   static void q4_lookup(const std::byte* qs, V table, V& lo, V& hi) noexcept {
     const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
     lo = _mm512_permutexvar_ps(q, table);
     hi = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), table);
   }
-  static V iota() noexcept {
+  /// The 16 levels of a Q4 code before scaling: q - 8 (Q4_0, times d) and q (Q4_1, times d
+  /// plus m).
+  static V q4_0_levels() noexcept {
+    return _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+  }
+  static V q4_1_levels() noexcept {
     return _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  }
-  /// Q4_0: (q - 8) d for the 32 values of the 16 bytes at qs.
-  static void q4_0(const std::byte* qs, V d, V& lo, V& hi) noexcept {
-    q4_lookup(qs, _mm512_mul_ps(_mm512_sub_ps(iota(), _mm512_set1_ps(8.0f)), d), lo, hi);
-  }
-  /// Q4_1: q d + m (one rounding).
-  static void q4_1(const std::byte* qs, V d, V m, V& lo, V& hi) noexcept {
-    q4_lookup(qs, _mm512_fmadd_ps(iota(), d, m), lo, hi);
   }
   /// 16 int8 at p as floats.
   static V int8s(const std::byte* p) noexcept {
     return _mm512_cvtepi32_ps(
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-  }
-  /// Q8_0: q d for the 32 int8 at qs.
-  static void q8_0(const std::byte* qs, V d, V& lo, V& hi) noexcept {
-    lo = _mm512_mul_ps(int8s(qs), d);
-    hi = _mm512_mul_ps(int8s(qs + 16), d);
   }
   static V halfs(const std::byte* p) noexcept {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));

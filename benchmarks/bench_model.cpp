@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: Apache-2.0
+// Benchmarks of the quantized linear layers (model/quantized_linear.hpp) on SmolLM2-135M's
+// shapes (hidden 576, MLP 1536, vocab 49,152; Q4_1 projections, the Q8_0 output projection).
+// Matrix-vector (decode): weight bytes/s as a fraction of a streaming read of the same number of
+// bytes, timed alongside in the same iterations from the same pool of weight copies, so both see
+// the same memory level. Batched matmul (batched decode, prefill): GFLOP/s against Eigen's fp32
+// GEMM of the same shape with the same threads, also timed alongside. Rates are from median
+// iteration times; each ratio is given from the sums and from the medians (`_median`).
+// Run: OMP_NUM_THREADS=2 ./inferkit_bench_model (and OMP_NUM_THREADS=1).
+// GCC 12's AVX-512 intrinsics (used by Eigen) self-initialize "undefined" operands, which
+// -Wmaybe-uninitialized flags at every inlined use: a known false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <benchmark/benchmark.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <benchmarks/support/bench_support.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <inferkit/core/float16.hpp>
+#include <inferkit/core/rng.hpp>
+#include <inferkit/model/quantized_linear.hpp>
+#include <string>
+#include <vector>
+
+#if INFERKIT_HAS_OPENMP
+#  include <omp.h>
+#endif
+#if INFERKIT_CPU_DISPATCH
+#  include <immintrin.h>
+#endif
+
+namespace {
+
+using namespace inferkit;
+using bench::Clock;
+using bench::HugeBuffer;
+using bench::num_threads;
+using bench::seconds_since;
+
+/// Sums 64-byte vectors [v0, v1) at p as floats, 4 independent accumulators: the streaming-read
+/// loop, at the widest loads this CPU has whatever the build's -m flags (so the baseline is
+/// never slower than the kernels, which dispatch the same way).
+float sum_portable(const std::byte* p, std::int64_t v0, std::int64_t v1) {
+  float a[4][16] = {};
+  for (std::int64_t v = v0; v < v1; ++v) {
+    float x[16];
+    std::memcpy(x, p + v * 64, 64);
+    for (int i = 0; i < 16; ++i) a[v % 4][i] += x[i];
+  }
+  float total = 0.0f;
+  for (const auto& lanes : a) {
+    for (float x : lanes) total += x;
+  }
+  return total;
+}
+#if INFERKIT_CPU_DISPATCH
+__attribute__((target("avx512f"))) float sum_avx512(const std::byte* p, std::int64_t v0,
+                                                    std::int64_t v1) {
+  __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                 _mm512_setzero_ps()};
+  std::int64_t v = v0;
+  for (; v + 4 <= v1; v += 4) {
+    for (int k = 0; k < 4; ++k) a[k] = _mm512_add_ps(a[k], _mm512_loadu_ps(p + (v + k) * 64));
+  }
+  for (; v < v1; ++v) a[0] = _mm512_add_ps(a[0], _mm512_loadu_ps(p + v * 64));
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
+}
+__attribute__((target("avx2"))) float sum_avx2(const std::byte* p, std::int64_t v0,
+                                               std::int64_t v1) {
+  __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                 _mm256_setzero_ps()};
+  std::int64_t v = v0;
+  for (; v + 2 <= v1; v += 2) {
+    for (int k = 0; k < 4; ++k) {
+      a[k] =
+          _mm256_add_ps(a[k], _mm256_loadu_ps(reinterpret_cast<const float*>(p + v * 64) + 8 * k));
+    }
+  }
+  const __m256 s = _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3]));
+  float lanes[8];
+  _mm256_storeu_ps(lanes, s);
+  float total = sum_portable(p, v, v1);
+  for (float x : lanes) total += x;
+  return total;
+}
+#endif
+
+using SumFn = float (*)(const std::byte*, std::int64_t, std::int64_t);
+
+/// The widest sum this CPU runs (the choice the kernels make, by the same CPUID test).
+SumFn stream_sum() {
+  static const SumFn fn = [] {
+#if INFERKIT_CPU_DISPATCH
+    const detail::LinearIsa isa = detail::linear_isa();
+    if (isa == detail::LinearIsa::kAvx512) return &sum_avx512;
+    if (isa == detail::LinearIsa::kAvx2) return &sum_avx2;
+#endif
+    return &sum_portable;
+  }();
+  return fn;
+}
+
+/// The streaming-read baseline: sums `bytes` at `p` as floats with the same threads and the same
+/// contiguous split of the bytes that linear() gives its threads.
+float stream_read(const std::byte* p, std::int64_t bytes) {
+  const std::int64_t vectors = bytes / 64;
+  const SumFn sum = stream_sum();
+  float total = 0.0f;
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel reduction(+ : total)
+#endif
+  {
+#if INFERKIT_HAS_OPENMP
+    const std::int64_t threads = omp_get_num_threads(), id = omp_get_thread_num();
+#else
+    const std::int64_t threads = 1, id = 0;
+#endif
+    total += sum(p, vectors * id / threads, vectors * (id + 1) / threads);
+  }
+  return total;
+}
+
+/// fp16 bits of a scale in [2^-9, 2^-6) (the range of SmolLM2's block scales), random sign.
+std::uint16_t scale_bits(Rng& rng) {
+  return static_cast<std::uint16_t>((rng.below(2) << 15) | ((6u + rng.below(3)) << 10) |
+                                    rng.below(1024));
+}
+
+/// One random rows x cols matrix of `type` (finite, model-like scales), as GGUF stores it.
+std::vector<std::byte> random_matrix(GgmlType type, std::int64_t rows, std::int64_t cols) {
+  Rng rng(1234);
+  const std::int64_t row_bytes = ggml_row_bytes(type, cols);
+  std::vector<std::byte> m(static_cast<std::size_t>(rows * row_bytes));
+  const std::int64_t block_bytes = ggml_type_layout(type)->block_bytes;
+  const int scales = type == GgmlType::kQ4_1 ? 2 : 1;
+  for (std::size_t b = 0; b + static_cast<std::size_t>(block_bytes) <= m.size();
+       b += static_cast<std::size_t>(block_bytes)) {
+    for (int s = 0; s < scales; ++s) {
+      const std::uint16_t bits = scale_bits(rng);
+      std::memcpy(&m[b + 2 * static_cast<std::size_t>(s)], &bits, 2);
+    }
+    for (std::int64_t i = 2 * scales; i < block_bytes; ++i) {
+      m[b + static_cast<std::size_t>(i)] = static_cast<std::byte>(rng.below(256));
+    }
+  }
+  return m;
+}
+
+std::vector<float> random_floats(std::int64_t n, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (float& v : x) v = rng.uniform() * 2.0f - 1.0f;
+  return x;
+}
+
+/// Copies of one matrix filling about `pool_mib` MiB (at least 2 copies; 0: a single copy that
+/// stays in cache), 4 KiB-aligned apart.
+struct WeightPool {
+  std::int64_t matrix_bytes = 0;
+  std::int64_t stride = 0;
+  std::int64_t copies = 0;
+  HugeBuffer<std::byte> buffer;
+
+  static std::int64_t copies_for(std::int64_t bytes, std::int64_t pool_mib) {
+    if (pool_mib == 0) return 1;
+    const std::int64_t stride = (bytes + 4095) / 4096 * 4096;
+    return std::max<std::int64_t>(2, (pool_mib << 20) / stride);
+  }
+  WeightPool(const std::vector<std::byte>& m, std::int64_t pool_mib)
+      : matrix_bytes(static_cast<std::int64_t>(m.size())),
+        stride((matrix_bytes + 4095) / 4096 * 4096),
+        copies(copies_for(matrix_bytes, pool_mib)),
+        buffer(static_cast<std::size_t>(stride * copies)) {
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel for schedule(static)
+#endif
+    for (std::int64_t c = 0; c < copies; ++c) {
+      std::memcpy(buffer.get() + c * stride, m.data(), m.size());
+    }
+  }
+  const std::byte* copy(std::int64_t c) const { return buffer.get() + (c % copies) * stride; }
+};
+
+/// Per-iteration seconds of a kernel and of its baseline, timed back to back. Reports the ratio
+/// of the sums (the style of the other benchmarks) and of the medians: on a shared machine a
+/// preempted iteration inflates a sum, while the median of hundreds of pairs stays put.
+struct PairedTimes {
+  std::vector<double> kernel, baseline;
+
+  static double median(std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  }
+  static double sum(const std::vector<double>& v) {
+    double s = 0.0;
+    for (double x : v) s += x;
+    return s;
+  }
+  /// Sets `<name>` (sums) and `<name>_median`, and returns the kernel's median seconds.
+  double report(benchmark::State& state, const std::string& name) const {
+    state.counters[name] = sum(baseline) / sum(kernel);
+    const double k = median(kernel);
+    state.counters[name + "_median"] = median(baseline) / k;
+    return k;
+  }
+};
+
+/// Matrix-vector y = W x for a rows x cols matrix of `type`, drawn round robin from a pool of
+/// `pool_mib` MiB of copies (1024: from DRAM; 96: the size of all of SmolLM2's weights, one
+/// decode step's working set, which stays in a large L3; 0: one hot copy). Each iteration times
+/// the kernel on one copy and a streaming read of the next copy (so neither finds the other's
+/// lines in cache); the ratio is of the summed times.
+void BM_Linear_Matvec(benchmark::State& state) {
+  const auto type = static_cast<GgmlType>(state.range(0));
+  const std::int64_t rows = state.range(1), cols = state.range(2), pool_mib = state.range(3);
+  const WeightPool pool(random_matrix(type, rows, cols), pool_mib);
+  const std::vector<float> x = random_floats(cols, 5);
+  std::vector<float> y(static_cast<std::size_t>(rows));
+  PairedTimes times;
+  std::int64_t c = 0;
+  for (auto _ : state) {
+    const LinearWeights w{type, rows, cols, pool.copy(c)};
+    const auto t0 = Clock::now();
+    linear(w, x.data(), 1, y.data());
+    benchmark::DoNotOptimize(y.data());
+    times.kernel.push_back(seconds_since(t0));
+    state.PauseTiming();
+    const std::byte* next = pool.copy(pool.copies > 1 ? c + 1 : c);
+    const auto t1 = Clock::now();
+    benchmark::DoNotOptimize(stream_read(next, pool.matrix_bytes));
+    times.baseline.push_back(seconds_since(t1));
+    state.ResumeTiming();
+    c += pool.copies > 1 ? 2 : 0;
+  }
+  const auto bytes = static_cast<double>(pool.matrix_bytes);
+  const double kernel_s = times.report(state, "ratio_vs_stream");
+  state.counters["weight_GB_per_s"] = bytes / kernel_s * 1e-9;
+  state.counters["stream_GB_per_s"] = bytes / PairedTimes::median(times.baseline) * 1e-9;
+  state.counters["us_per_call"] = kernel_s * 1e6;
+  state.counters["threads"] = num_threads();
+  state.SetLabel(std::string(ggml_type_layout(type)->name) +
+                 (pool_mib == 0 ? " hot" : " pool " + std::to_string(pool_mib) + " MiB"));
+}
+
+/// Batched y[n][rows] = x[n][cols] · Wᵀ (batched decode at n = 8, 32; prefill at 512): GFLOP/s
+/// (2 rows cols n per call) against Eigen's fp32 GEMM of the same shape (row-major X times the
+/// transpose of row-major fp32 W, the layout of these weights) with the same threads, timed
+/// alongside in every iteration.
+void BM_Linear_Matmul(benchmark::State& state) {
+  const auto type = static_cast<GgmlType>(state.range(0));
+  const std::int64_t rows = state.range(1), cols = state.range(2), n = state.range(3);
+  const std::vector<std::byte> m = random_matrix(type, rows, cols);
+  const LinearWeights w{type, rows, cols, m.data()};
+  const std::vector<float> x = random_floats(n * cols, 6);
+  std::vector<float> y(static_cast<std::size_t>(n * rows));
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  RowMajor wf(rows, cols), xf(n, cols), yf(n, rows);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    dequantize_row(type, m.data() + r * ggml_row_bytes(type, cols), cols, wf.row(r).data());
+  }
+  std::memcpy(xf.data(), x.data(), x.size() * sizeof(float));
+  PairedTimes times;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    linear(w, x.data(), n, y.data());
+    benchmark::DoNotOptimize(y.data());
+    times.kernel.push_back(seconds_since(t0));
+    state.PauseTiming();
+    const auto t1 = Clock::now();
+    yf.noalias() = xf * wf.transpose();
+    benchmark::DoNotOptimize(yf.data());
+    times.baseline.push_back(seconds_since(t1));
+    state.ResumeTiming();
+  }
+  const double flops = 2.0 * static_cast<double>(rows * cols * n);
+  const double kernel_s = times.report(state, "ratio_vs_eigen_gemm");
+  state.counters["GFLOP_per_s"] = flops / kernel_s * 1e-9;
+  state.counters["eigen_GFLOP_per_s"] = flops / PairedTimes::median(times.baseline) * 1e-9;
+  state.counters["threads"] = num_threads();
+  state.SetLabel(std::string(ggml_type_layout(type)->name));
+}
+
+constexpr auto kQ4_1 = static_cast<std::int64_t>(GgmlType::kQ4_1);
+constexpr auto kQ8_0 = static_cast<std::int64_t>(GgmlType::kQ8_0);
+
+BENCHMARK(BM_Linear_Matvec)
+    ->ArgNames({"type", "rows", "cols", "pool_MiB"})
+    ->ArgsProduct({{kQ4_1, kQ8_0}, {576}, {576}, {1024, 96, 0}})
+    ->ArgsProduct({{kQ4_1, kQ8_0}, {576}, {1536}, {1024, 96, 0}})
+    ->ArgsProduct({{kQ4_1, kQ8_0}, {1536}, {576}, {1024, 96, 0}})
+    ->ArgsProduct({{kQ4_1, kQ8_0}, {49152}, {576}, {1024, 96, 0}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.2)
+    ->UseRealTime();
+BENCHMARK(BM_Linear_Matmul)
+    ->ArgNames({"type", "rows", "cols", "n"})
+    ->ArgsProduct({{kQ4_1, kQ8_0}, {576}, {576}, {8, 32, 512}})
+    ->ArgsProduct({{kQ4_1, kQ8_0}, {576}, {1536}, {8, 32, 512}})
+    ->ArgsProduct({{kQ4_1, kQ8_0}, {1536}, {576}, {8, 32, 512}})
+    ->ArgsProduct({{kQ8_0}, {49152}, {576}, {8, 32}})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.2)
+    ->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
