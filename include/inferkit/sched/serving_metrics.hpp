@@ -24,6 +24,7 @@ struct StepMetrics {
   std::int32_t num_decodes = 0;         ///< of which decodes
   std::int32_t num_tokens = 0;          ///< tokens computed (prefill chunks + decodes + drafts)
   std::int32_t num_prefill_tokens = 0;  ///< of which prefill-chunk tokens
+  std::int64_t context_tokens = 0;      ///< cached tokens the step's attention reads (all seqs)
   std::int32_t num_running = 0;         ///< requests holding KV after planning
   std::int32_t num_waiting = 0;         ///< requests queued after planning
   std::int32_t kv_blocks_used = 0;      ///< allocator blocks in use after planning

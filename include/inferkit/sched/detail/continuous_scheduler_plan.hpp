@@ -279,6 +279,7 @@ void ContinuousScheduler<Policy>::finish_plan(double now, std::int64_t evictions
   m.num_tokens = plan_.num_tokens();
   m.num_prefill_tokens =
       plan_.num_tokens() - plan_.q_indptr[static_cast<std::size_t>(plan_.num_decodes)];
+  for (const ScheduledSequence& s : plan_.sequences) m.context_tokens += s.num_cached_tokens;
   m.num_running = num_running();
   m.num_waiting = num_waiting();
   m.kv_blocks_used = allocator_.num_used_blocks();

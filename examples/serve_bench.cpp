@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: Apache-2.0
+// serve_bench: the engine serving a real model under load, each technique switched on in turn.
+// N requests share a system prompt and arrive by a Poisson process in real time; they run with
+// static batching, then continuous batching, then continuous batching with the prefix cache, then
+// with n-gram speculative decoding too. For each: throughput, time to first token and inter-token
+// latency percentiles, prefix hit rate and draft acceptance, measured, beside what sim/ predicts
+// for the same workload with a step cost fitted to this machine's measured steps.
+//
+//   serve_bench [--requests 32] [--rate 4] [--max-tokens 48] [--batch 16] [--seed 1]
+//               [--model FILE.gguf] [--json]
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <examples/support/cli.hpp>
+#include <examples/support/json.hpp>
+#include <examples/support/model.hpp>
+#include <inferkit/core/rng.hpp>
+#include <inferkit/engine/engine.hpp>
+#include <inferkit/prefix/radix_tree.hpp>
+#include <inferkit/sched/continuous_scheduler.hpp>
+#include <inferkit/sched/serving_metrics.hpp>
+#include <inferkit/sched/static_scheduler.hpp>
+#include <inferkit/sim/linear_cost_model.hpp>
+#include <inferkit/sim/simulator.hpp>
+#include <inferkit/sim/workload.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Flags {
+  long long requests = 32;
+  double rate = 4.0;
+  long long max_tokens = 48;
+  long long batch = 16;
+  long long seed = 1;
+  std::string model;
+  bool json = false;
+};
+
+constexpr const char* kUsage =
+    "usage: serve_bench [--requests N] [--rate R] [--max-tokens N] [--batch N] [--seed N]\n"
+    "                   [--model FILE.gguf] [--json]\n"
+    "defaults: --requests 32 --rate 4 (requests/s, Poisson) --max-tokens 48 (every request\n"
+    "generates exactly this many) --batch 16 (most sequences per step) --seed 1\n";
+
+Flags parse_flags(int argc, char** argv) {
+  Flags f;
+  inferkit::examples::ArgParser args(argc, argv, kUsage);
+  while (args.next()) {
+    const std::string& flag = args.flag();
+    if (flag == "--json")
+      f.json = true;
+    else if (flag == "--requests")
+      f.requests = args.integer<long long>(1, 4096);
+    else if (flag == "--rate")
+      f.rate = args.number(0.01, 1000.0);
+    else if (flag == "--max-tokens")
+      f.max_tokens = args.integer<long long>(1, 2048);
+    else if (flag == "--batch")
+      f.batch = args.integer<long long>(1, 256);
+    else if (flag == "--seed")
+      f.seed = args.integer<long long>(0, 1LL << 62);
+    else if (flag == "--model")
+      f.model = args.value();
+    else
+      args.unknown_flag();
+  }
+  return f;
+}
+
+// A system prompt of a few hundred tokens, as deployed assistants carry: the part of every
+// request the prefix cache computes once.
+constexpr const char* kSystem =
+    "<|im_start|>system\nYou are a helpful assistant for engineers who build and operate "
+    "inference servers for large language models. Your readers know C++ and Python, have read "
+    "the papers on PagedAttention, FlashAttention and speculative decoding, and run models from "
+    "a hundred million to a few hundred billion parameters on CPUs and GPUs. Answer in a few "
+    "sentences, plainly and precisely. Prefer numbers to adjectives: give memory in bytes, time "
+    "in milliseconds, throughput in tokens per second, and say what they were measured on. When "
+    "a question depends on the hardware, the model or the workload, say which and how the "
+    "answer changes. When you are not sure, say so, and say what measurement would settle it. "
+    "Do not invent benchmark results, citations or version numbers. If a question is ambiguous, "
+    "answer the most likely reading and name the other. Use the terms of the field (prefill, "
+    "decode, KV cache, block table, batch, chunk, draft, acceptance rate) as the papers define "
+    "them, and define any other term you use. Keep code short and compilable, and explain the "
+    "one idea it shows rather than every line.<|im_end|>\n";
+constexpr const char* kTopics[] = {
+    "paged attention",  "continuous batching", "a KV cache",         "speculative decoding",
+    "prefix caching",   "tensor parallelism",  "quantization",       "the roofline model",
+    "flash attention",  "chunked prefill",     "RoPE",               "grouped-query attention",
+    "a radix tree",     "preemption",          "memory bandwidth",   "batch size"};
+
+struct Workload {
+  std::vector<std::vector<inferkit::TokenId>> prompts;
+  std::vector<double> arrivals;  // seconds after the start
+  std::int64_t system_tokens = 0;
+};
+
+Workload make_workload(const Flags& f, const inferkit::BpeTokenizer& tok) {
+  Workload w;
+  const std::vector<inferkit::TokenId> system = tok.encode(kSystem, true);
+  w.system_tokens = static_cast<std::int64_t>(system.size());
+  inferkit::Rng rng(static_cast<std::uint64_t>(f.seed));
+  double t = 0.0;
+  for (long long i = 0; i < f.requests; ++i) {
+    const std::string q = "<|im_start|>user\nRequest " + std::to_string(i) + ": explain " +
+                          kTopics[i % 16] + " in one paragraph.<|im_end|>\n<|im_start|>assistant\n";
+    std::vector<inferkit::TokenId> p = system;
+    const auto u = tok.encode(q, true);
+    p.insert(p.end(), u.begin(), u.end());
+    w.prompts.push_back(p);
+    w.arrivals.push_back(t);
+    t += inferkit::sample_gap(inferkit::ArrivalProcess::poisson(f.rate), rng);
+  }
+  return w;
+}
+
+struct Figures {
+  inferkit::ServingSummary summary;
+  double prefix_hit_rate = 0.0;
+  double acceptance = -1.0;  // accepted / drafted, -1 without speculation
+  double elapsed_s = 0.0;
+};
+
+struct Config {
+  const char* name;
+  bool static_batching;
+  bool prefix_cache;
+  bool spec;
+};
+
+inferkit::SchedulerConfig scheduler_of(const Config& c, const Flags& f) {
+  if (c.static_batching) {
+    inferkit::StaticSchedulerOptions so;
+    so.max_batch_size = static_cast<std::int32_t>(f.batch);
+    return inferkit::static_batching_config(so);
+  }
+  inferkit::SchedulerConfig s;
+  s.max_num_seqs = static_cast<std::int32_t>(f.batch);
+  s.max_batched_tokens = 1024;
+  return s;
+}
+
+// Runs the workload through the engine in real time; appends its steps to `samples`.
+Figures measure(const inferkit::examples::LoadedModel& m, const Workload& w, const Config& c,
+                const Flags& f, std::vector<inferkit::StepSample>& samples) {
+  inferkit::EngineOptions o;
+  o.num_blocks = 4096;
+  o.scheduler = scheduler_of(c, f);
+  o.prefix_cache = c.prefix_cache;
+  o.ngram_speculation = c.spec;
+  inferkit::Engine engine(m.model, o);
+  inferkit::GenerationParams p;
+  p.max_new_tokens = f.max_tokens;
+  p.stop_at_eos = false;  // every request generates exactly max_tokens: comparable runs
+  std::size_t next = 0;
+  std::vector<inferkit::RequestOutcome> done;
+  while (done.size() < w.prompts.size()) {
+    while (next < w.prompts.size() && w.arrivals[next] <= engine.now()) {
+      (void)engine.submit(w.prompts[next++], p);
+    }
+    if (!engine.step() && next < w.prompts.size()) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(w.arrivals[next] - engine.now()));
+    }
+    for (inferkit::RequestOutcome& r : engine.take_finished()) done.push_back(std::move(r));
+  }
+  Figures fig;
+  fig.summary = inferkit::summarize(done);
+  fig.prefix_hit_rate = engine.scheduler_stats().prefix_hit_rate();
+  if (c.spec && engine.stats().drafted_tokens > 0) {
+    fig.acceptance = static_cast<double>(engine.stats().accepted_tokens) /
+                     static_cast<double>(engine.stats().drafted_tokens);
+  }
+  fig.elapsed_s = engine.now();
+  for (const inferkit::StepMetrics& s : engine.step_metrics()) {
+    samples.push_back({s.num_tokens, s.num_seqs, s.context_tokens, s.committed_s - s.scheduled_s});
+  }
+  return fig;
+}
+
+// The same workload through the simulator, priced by `cost`.
+inferkit::ServingSummary predict(const Workload& w, const Config& c, const Flags& f,
+                                 const inferkit::LinearStepCostModel& cost) {
+  std::vector<inferkit::SimRequestSpec> specs;
+  for (std::size_t i = 0; i < w.prompts.size(); ++i) {
+    inferkit::SimRequestSpec s;
+    s.arrival_s = w.arrivals[i];
+    s.prompt_tokens = static_cast<std::int64_t>(w.prompts[i].size());
+    s.output_tokens = f.max_tokens;
+    s.prefix_group = 0;
+    s.prefix_tokens = w.system_tokens;
+    specs.push_back(s);
+  }
+  inferkit::BlockAllocator pool(4096, 16);
+  std::optional<inferkit::RadixTree> tree;
+  if (c.prefix_cache) tree.emplace(pool);
+  inferkit::ContinuousScheduler<> sched(pool, tree ? &*tree : nullptr, scheduler_of(c, f));
+  inferkit::SimulationOptions so;
+  so.vocab_size = 49152;
+  return inferkit::simulate(sched, cost, specs, so).summary;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return inferkit::examples::run_main("serve_bench", [&] {
+    const Flags f = parse_flags(argc, argv);
+    const inferkit::examples::LoadedModel m(inferkit::examples::model_path(f.model));
+    const Workload w = make_workload(f, m.tokenizer);
+    const Config configs[] = {{"static", true, false, false},
+                              {"continuous", false, false, false},
+                              {"continuous+prefix", false, true, false},
+                              {"continuous+prefix+ngram", false, true, true}};
+    std::vector<inferkit::StepSample> samples;
+    std::vector<Figures> measured;
+    for (const Config& c : configs) measured.push_back(measure(m, w, c, f, samples));
+    // One cost model for every configuration, fitted to all measured steps (speculative steps
+    // included: their rows are tokens like any other).
+    const inferkit::LinearStepCostModel cost = inferkit::fit_linear_cost_model(samples);
+    std::vector<inferkit::ServingSummary> predicted;
+    for (const Config& c : configs) predicted.push_back(predict(w, c, f, cost));
+    if (f.json) {
+      inferkit::examples::Json j;
+      j.begin()
+          .field("requests", f.requests)
+          .field("rate", f.rate)
+          .field("max_tokens", f.max_tokens)
+          .begin("cost_model")
+          .field("fixed_s", cost.fixed_s, "%.6g")
+          .field("per_token_s", cost.per_token_s, "%.6g")
+          .field("per_sequence_s", cost.per_sequence_s, "%.6g")
+          .field("per_context_token_s", cost.per_context_token_s, "%.6g")
+          .end()
+          .begin_array("configs");
+      for (std::size_t i = 0; i < measured.size(); ++i) {
+        const auto& s = measured[i].summary;
+        j.begin()
+            .field("name", configs[i].name)
+            .field("throughput", s.output_tokens_per_s, "%.2f")
+            .field("ttft_p50", s.ttft.p50, "%.4f")
+            .field("ttft_p99", s.ttft.p99, "%.4f")
+            .field("itl_p50", s.itl.p50, "%.4f")
+            .field("itl_p99", s.itl.p99, "%.4f")
+            .field("prefix_hit_rate", measured[i].prefix_hit_rate, "%.4f")
+            .field("acceptance", measured[i].acceptance, "%.4f")
+            .field("predicted_throughput", predicted[i].output_tokens_per_s, "%.2f")
+            .field("predicted_ttft_p50", predicted[i].ttft.p50, "%.4f")
+            .field("predicted_itl_p50", predicted[i].itl.p50, "%.4f")
+            .end();
+      }
+      j.end().end();
+      std::puts(j.str().c_str());
+      return 0;
+    }
+    std::printf(
+        "serve_bench: %lld requests sharing a %lld-token system prompt, Poisson arrivals at "
+        "%g/s,\n%lld output tokens each, at most %lld sequences per step, %s.\n\n",
+        f.requests, static_cast<long long>(w.system_tokens), f.rate, f.max_tokens, f.batch,
+        m.model.config().name.c_str());
+    std::printf("%-24s %9s %9s %9s %9s %9s %7s %7s | %9s %9s %9s\n", "", "tokens/s", "TTFT p50",
+                "TTFT p99", "ITL p50", "ITL p99", "prefix", "accept", "sim tok/s", "sim TTFT",
+                "sim ITL");
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+      const auto& s = measured[i].summary;
+      char accept[16] = "-";
+      if (measured[i].acceptance >= 0) {
+        std::snprintf(accept, sizeof accept, "%.0f%%", 100.0 * measured[i].acceptance);
+      }
+      std::printf("%-24s %9.1f %8.3fs %8.3fs %8.4fs %8.4fs %6.0f%% %7s | %9.1f %8.3fs %8.4fs\n",
+                  configs[i].name, s.output_tokens_per_s, s.ttft.p50, s.ttft.p99, s.itl.p50,
+                  s.itl.p99, 100.0 * measured[i].prefix_hit_rate, accept,
+                  predicted[i].output_tokens_per_s, predicted[i].ttft.p50, predicted[i].itl.p50);
+    }
+    std::printf(
+        "\nsim: the same requests through the simulator with a step cost fitted to the %zu steps "
+        "measured\nabove: %.2f ms a step + %.1f us a token + %.1f us a sequence + %.3f us per 1K "
+        "cached tokens read\n(speculation is not simulated: its row predicts the same engine "
+        "without drafts).\n",
+        samples.size(), 1e3 * cost.fixed_s, 1e6 * cost.per_token_s, 1e6 * cost.per_sequence_s,
+        1e9 * cost.per_context_token_s);
+    return 0;
+  });
+}

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared by the examples that run a real model (generate, serve_bench), not part of the library:
+// where the model file is (--model, else INFERKIT_MODEL, else the models/ folder
+// scripts/fetch-model.sh fills), and the model, its tokenizer and its end-of-generation tokens
+// loaded together.
+#pragma once
+
+#include <cstdlib>
+#include <examples/support/cli.hpp>
+#include <filesystem>
+#include <inferkit/core/token_id.hpp>
+#include <inferkit/model/bpe_tokenizer.hpp>
+#include <inferkit/model/gguf.hpp>
+#include <inferkit/model/llama_model.hpp>
+#include <string>
+#include <vector>
+
+namespace inferkit::examples {
+
+/// The model file to use: `flag` if given, else $INFERKIT_MODEL, else the fetched SmolLM2.
+/// Throws `UsageError` saying how to fetch it when none exists.
+inline std::string model_path(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("INFERKIT_MODEL"); env != nullptr && *env != '\0') return env;
+  const std::string fetched = INFERKIT_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (std::filesystem::is_regular_file(fetched)) return fetched;
+  throw UsageError{"no model file: run scripts/fetch-model.sh, or pass --model FILE.gguf"};
+}
+
+/// A GGUF model with its tokenizer (the file must outlive both: they are views into it).
+struct LoadedModel {
+  GgufFile file;
+  LlamaModel model;
+  BpeTokenizer tokenizer;
+  std::vector<TokenId> end_tokens;  ///< ids that end a generation (eos, <|im_end|>, ...)
+
+  explicit LoadedModel(const std::string& path)
+      : file(GgufFile::open(path)), model(file), tokenizer(BpeTokenizer::from_gguf(file)) {
+    for (TokenId id = 0; id < tokenizer.vocab_size(); ++id) {
+      if (tokenizer.is_end_of_generation(id)) end_tokens.push_back(id);
+    }
+  }
+};
+
+}  // namespace inferkit::examples
