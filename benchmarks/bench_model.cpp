@@ -6,6 +6,10 @@
 // the same memory level. Batched matmul (batched decode, prefill): GFLOP/s against Eigen's fp32
 // GEMM of the same shape with the same threads, also timed alongside. Rates are from median
 // iteration times; each ratio is given from the sums and from the medians (`_median`).
+// Whole model (needs $INFERKIT_MODEL, the file scripts/fetch-model.sh prints; skipped without):
+// decode steps of the Engine at batch 1/8/32 against a streaming read of all the weight bytes a
+// step reads (batch 1's floor) and against batch-1 steps timed alongside; prefill of a prompt
+// chunk against those batch-1 steps.
 // Run: OMP_NUM_THREADS=2 ./inferkit_bench_model (and OMP_NUM_THREADS=1).
 // GCC 12's AVX-512 intrinsics (used by Eigen) self-initialize "undefined" operands, which
 // -Wmaybe-uninitialized flags at every inlined use: a known false positive.
@@ -24,7 +28,12 @@
 #include <cstring>
 #include <inferkit/core/float16.hpp>
 #include <inferkit/core/rng.hpp>
+#include <inferkit/engine/engine.hpp>
+#include <inferkit/model/gguf.hpp>
+#include <inferkit/model/llama_model.hpp>
 #include <inferkit/model/quantized_linear.hpp>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -286,6 +295,126 @@ void BM_Linear_Matmul(benchmark::State& state) {
   state.SetLabel(std::string(ggml_type_layout(type)->name));
 }
 
+/// SmolLM2 from $INFERKIT_MODEL, loaded once; nullptr (and the benchmark skips) without it.
+struct LoadedModel {
+  GgufFile file;
+  LlamaModel model;
+  explicit LoadedModel(const std::string& path) : file(GgufFile::open(path)), model(file) {}
+};
+const LoadedModel* loaded_model() {
+  static const std::unique_ptr<LoadedModel> m = []() -> std::unique_ptr<LoadedModel> {
+    const char* path = std::getenv("INFERKIT_MODEL");
+    if (path == nullptr || *path == '\0') return nullptr;
+    return std::make_unique<LoadedModel>(path);
+  }();
+  return m.get();
+}
+
+/// An engine for `max_seqs` requests with a `budget`-token step and room for `kv_tokens` of
+/// context (never a preemption), without a prefix cache.
+std::unique_ptr<Engine> bench_engine(const LlamaModel& model, std::int32_t max_seqs,
+                                     std::int64_t budget, std::int64_t kv_tokens) {
+  EngineOptions o;
+  o.num_blocks = static_cast<std::int32_t>(kv_tokens / o.block_size + max_seqs + 1);
+  o.prefix_cache = false;
+  o.scheduler.max_num_seqs = max_seqs;
+  o.scheduler.max_batched_tokens = budget;
+  o.scheduler.record_step_metrics = false;
+  return std::make_unique<Engine>(model, o);
+}
+
+/// An engine with `batch` requests of distinct `prompt_tokens`-token prompts, run until every
+/// prompt is prefilled, so that each further step() is one decode row per request.
+std::unique_ptr<Engine> decoding_engine(const LlamaModel& model, std::int32_t batch,
+                                        std::int32_t prompt_tokens) {
+  auto engine = bench_engine(model, batch, 2048, std::int64_t{batch} * (prompt_tokens + 1536));
+  GenerationParams p;
+  p.max_new_tokens = 1536;
+  p.stop_at_eos = false;
+  Rng rng(99);
+  for (std::int32_t b = 0; b < batch; ++b) {
+    std::vector<TokenId> prompt(static_cast<std::size_t>(prompt_tokens));
+    for (TokenId& t : prompt) t = static_cast<TokenId>(rng.below(49152));
+    (void)engine->submit(std::move(prompt), p);
+  }
+  while (engine->stats().prefill_tokens < std::int64_t{batch} * prompt_tokens) {
+    (void)engine->step();
+  }
+  return engine;
+}
+
+/// Seconds of one engine step.
+double timed_step(Engine& engine) {
+  const auto t0 = Clock::now();
+  (void)engine.step();
+  return seconds_since(t0);
+}
+
+/// Decode at `batch` requests (64-token prompts, contexts growing from 64): tokens/s, the
+/// fraction of the weight-bandwidth floor (a streaming read of all the weights, timed after each
+/// step) and, for batch > 1, the speedup over batch-1 steps timed alongside.
+void BM_Model_Decode(benchmark::State& state) {
+  const LoadedModel* m = loaded_model();
+  if (m == nullptr) {
+    state.SkipWithError("set INFERKIT_MODEL to the file scripts/fetch-model.sh prints");
+    return;
+  }
+  const auto batch = static_cast<std::int32_t>(state.range(0));
+  const std::span<const std::byte> weights = m->file.bytes().subspan(m->file.data_offset());
+  const auto weight_bytes = static_cast<std::int64_t>(weights.size());
+  std::unique_ptr<Engine> engine = decoding_engine(m->model, batch, 64);
+  std::unique_ptr<Engine> single = batch > 1 ? decoding_engine(m->model, 1, 64) : nullptr;
+  PairedTimes vs_stream, vs_single;
+  for (auto _ : state) {
+    const double step_s = timed_step(*engine);
+    vs_stream.kernel.push_back(step_s);
+    vs_single.kernel.push_back(step_s / batch);
+    state.PauseTiming();
+    const auto t1 = Clock::now();
+    benchmark::DoNotOptimize(stream_read(weights.data(), weight_bytes));
+    vs_stream.baseline.push_back(seconds_since(t1));
+    if (single) vs_single.baseline.push_back(timed_step(*single));
+    state.ResumeTiming();
+  }
+  const double step_s = vs_stream.report(state, "ratio_vs_weight_stream");
+  if (single) (void)vs_single.report(state, "speedup_vs_batch1");
+  state.counters["tokens_per_s"] = batch / step_s;
+  state.counters["ms_per_step"] = step_s * 1e3;
+  state.counters["threads"] = num_threads();
+}
+
+/// Prefill of one `chunk`-token prompt (a fresh engine per iteration, not timed): prompt
+/// tokens/s and the speedup per token over batch-1 decode steps timed alongside.
+void BM_Model_Prefill(benchmark::State& state) {
+  const LoadedModel* m = loaded_model();
+  if (m == nullptr) {
+    state.SkipWithError("set INFERKIT_MODEL to the file scripts/fetch-model.sh prints");
+    return;
+  }
+  const auto chunk = static_cast<std::int32_t>(state.range(0));
+  std::unique_ptr<Engine> single = decoding_engine(m->model, 1, 64);
+  PairedTimes times;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::unique_ptr<Engine> engine = bench_engine(m->model, 1, chunk, chunk + 16);
+    GenerationParams p;
+    p.max_new_tokens = 1;
+    p.stop_at_eos = false;
+    Rng rng(7);
+    std::vector<TokenId> prompt(static_cast<std::size_t>(chunk));
+    for (TokenId& t : prompt) t = static_cast<TokenId>(rng.below(49152));
+    (void)engine->submit(std::move(prompt), p);
+    state.ResumeTiming();
+    times.kernel.push_back(timed_step(*engine) / chunk);  // the whole prompt in one step
+    state.PauseTiming();
+    times.baseline.push_back(timed_step(*single));
+    state.ResumeTiming();
+  }
+  const double token_s = times.report(state, "speedup_vs_batch1_decode");
+  state.counters["tokens_per_s"] = 1.0 / token_s;
+  state.counters["threads"] = num_threads();
+}
+
 constexpr auto kQ4_1 = static_cast<std::int64_t>(GgmlType::kQ4_1);
 constexpr auto kQ8_0 = static_cast<std::int64_t>(GgmlType::kQ8_0);
 
@@ -306,6 +435,22 @@ BENCHMARK(BM_Linear_Matmul)
     ->ArgsProduct({{kQ8_0}, {49152}, {576}, {8, 32}})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.2)
+    ->UseRealTime();
+
+BENCHMARK(BM_Model_Decode)
+    ->ArgNames({"batch"})
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(32)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0)
+    ->UseRealTime();
+BENCHMARK(BM_Model_Prefill)
+    ->ArgNames({"tokens"})
+    ->Arg(128)
+    ->Arg(512)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0)
     ->UseRealTime();
 
 }  // namespace
