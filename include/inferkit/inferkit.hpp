@@ -26,8 +26,17 @@
 #include <inferkit/kv/kv_quantization.hpp>
 #include <inferkit/kv/paged_kv_cache.hpp>
 #include <inferkit/kv/paged_kv_view.hpp>
+#include <inferkit/engine/engine.hpp>
+#include <inferkit/model/bpe_tokenizer.hpp>
+#include <inferkit/model/chat_template.hpp>
 #include <inferkit/model/ggml_type.hpp>
+#include <inferkit/model/gguf.hpp>
+#include <inferkit/model/gguf_tensor_info.hpp>
+#include <inferkit/model/gguf_value.hpp>
+#include <inferkit/model/llama_config.hpp>
+#include <inferkit/model/llama_model.hpp>
 #include <inferkit/model/quantized_linear.hpp>
+#include <inferkit/model/stream_decoder.hpp>
 #include <inferkit/perf/hardware.hpp>
 #include <inferkit/perf/kv_memory_planner.hpp>
 #include <inferkit/perf/roofline.hpp>
@@ -40,6 +49,7 @@
 #include <inferkit/sched/static_scheduler.hpp>
 #include <inferkit/sched/step_plan.hpp>
 #include <inferkit/sim/cost_model.hpp>
+#include <inferkit/sim/linear_cost_model.hpp>
 #include <inferkit/sim/simulator.hpp>
 #include <inferkit/sim/trace_csv.hpp>
 #include <inferkit/sim/workload.hpp>
