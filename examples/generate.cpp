@@ -132,10 +132,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     std::fputs(decoder.finish().c_str(), stdout);
-    std::printf("\n\n[%zu prompt tokens, %zu generated (%s); prefill %.1f tokens/s, decode %.1f "
-                "tokens/s",
-                prompt.size(), out.output.size(), std::string(inferkit::to_string(out.reason)).c_str(),
-                prefill_tps, decode_tps);
+    std::printf(
+        "\n\n[%zu prompt tokens, %zu generated (%s); prefill %.1f tokens/s, decode %.1f "
+        "tokens/s",
+        prompt.size(), out.output.size(), std::string(inferkit::to_string(out.reason)).c_str(),
+        prefill_tps, decode_tps);
     if (f.spec) {
       std::printf("; %lld of %lld drafts accepted", static_cast<long long>(st.accepted_tokens),
                   static_cast<long long>(st.drafted_tokens));

@@ -87,11 +87,22 @@ constexpr const char* kSystem =
     "decode, KV cache, block table, batch, chunk, draft, acceptance rate) as the papers define "
     "them, and define any other term you use. Keep code short and compilable, and explain the "
     "one idea it shows rather than every line.<|im_end|>\n";
-constexpr const char* kTopics[] = {
-    "paged attention",  "continuous batching", "a KV cache",         "speculative decoding",
-    "prefix caching",   "tensor parallelism",  "quantization",       "the roofline model",
-    "flash attention",  "chunked prefill",     "RoPE",               "grouped-query attention",
-    "a radix tree",     "preemption",          "memory bandwidth",   "batch size"};
+constexpr const char* kTopics[] = {"paged attention",
+                                   "continuous batching",
+                                   "a KV cache",
+                                   "speculative decoding",
+                                   "prefix caching",
+                                   "tensor parallelism",
+                                   "quantization",
+                                   "the roofline model",
+                                   "flash attention",
+                                   "chunked prefill",
+                                   "RoPE",
+                                   "grouped-query attention",
+                                   "a radix tree",
+                                   "preemption",
+                                   "memory bandwidth",
+                                   "batch size"};
 
 struct Workload {
   std::vector<std::vector<inferkit::TokenId>> prompts;

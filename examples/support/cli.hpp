@@ -152,6 +152,8 @@ int run_main(const char* program, Body&& body) {
     std::fprintf(stderr, "%s: error: %s\n", program, e.message.c_str());
   } catch (const std::exception& e) {  // inferkit::Error is a std::runtime_error
     std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+  } catch (...) {  // nothing here throws other types, but main must never let one escape
+    std::fprintf(stderr, "%s: error: an exception of unknown type\n", program);
   }
   return 2;
 }

@@ -141,7 +141,7 @@ class LlamaModel {
     resize(ws.attn, n * q_width);
     resize(ws.gate, n * c.ffn_size);
     resize(ws.up, n * c.ffn_size);
-    const std::size_t row_bytes =
+    const auto row_bytes =
         static_cast<std::size_t>(ggml_row_bytes(token_embd_.type, token_embd_.cols));
     for (std::int64_t i = 0; i < n; ++i) {
       const auto t = static_cast<std::size_t>(plan.token_ids[static_cast<std::size_t>(i)]);

@@ -40,8 +40,8 @@ struct LinearStepCostModel {
       tokens += static_cast<double>(w.new_tokens);
       context += static_cast<double>(w.context_tokens);
     }
-    return fixed_s + per_token_s * tokens +
-           per_sequence_s * static_cast<double>(work.size()) + per_context_token_s * context;
+    return fixed_s + per_token_s * tokens + per_sequence_s * static_cast<double>(work.size()) +
+           per_context_token_s * context;
   }
 };
 
@@ -49,25 +49,25 @@ namespace detail {
 
 // Solves the k x k system a x = b (row-major, k <= 4) by Gaussian elimination with partial
 // pivoting; false when it is singular.
-inline bool solve_small(std::array<std::array<double, 4>, 4> a, std::array<double, 4> b, int k,
-                        std::array<double, 4>& x) {
-  for (int c = 0; c < k; ++c) {
-    int pivot = c;
-    for (int r = c + 1; r < k; ++r) {
+inline bool solve_small(std::array<std::array<double, 4>, 4> a, std::array<double, 4> b,
+                        std::size_t k, std::array<double, 4>& x) {
+  for (std::size_t c = 0; c < k; ++c) {
+    std::size_t pivot = c;
+    for (std::size_t r = c + 1; r < k; ++r) {
       if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
     }
     if (std::abs(a[pivot][c]) < 1e-300) return false;
     std::swap(a[c], a[pivot]);
     std::swap(b[c], b[pivot]);
-    for (int r = c + 1; r < k; ++r) {
+    for (std::size_t r = c + 1; r < k; ++r) {
       const double f = a[r][c] / a[c][c];
-      for (int j = c; j < k; ++j) a[r][j] -= f * a[c][j];
+      for (std::size_t j = c; j < k; ++j) a[r][j] -= f * a[c][j];
       b[r] -= f * b[c];
     }
   }
-  for (int c = k - 1; c >= 0; --c) {
+  for (std::size_t c = k; c-- > 0;) {
     double s = b[c];
-    for (int j = c + 1; j < k; ++j) s -= a[c][j] * x[j];
+    for (std::size_t j = c + 1; j < k; ++j) s -= a[c][j] * x[j];
     x[c] = s / a[c][c];
   }
   return true;
@@ -92,36 +92,36 @@ inline LinearStepCostModel fit_linear_cost_model(std::span<const StepSample> sam
   std::array<bool, 4> used = {true, true, true, true};  // fixed, token, sequence, context
   std::array<double, 4> price{};
   for (int round = 0; round < 4; ++round) {
-    int idx[4];
-    int k = 0;
-    for (int f = 0; f < 4; ++f) {
-      if (used[static_cast<std::size_t>(f)]) idx[k++] = f;
+    std::array<std::size_t, 4> idx{};
+    std::size_t k = 0;
+    for (std::size_t f = 0; f < 4; ++f) {
+      if (used[f]) idx[k++] = f;
     }
     if (k == 0) break;
     std::array<std::array<double, 4>, 4> ata{};
     std::array<double, 4> atb{};
     for (const StepSample& s : samples) {
-      const double row[4] = {1.0, static_cast<double>(s.new_tokens),
-                             static_cast<double>(s.sequences),
-                             static_cast<double>(s.context_tokens)};
-      for (int i = 0; i < k; ++i) {
-        for (int j = 0; j < k; ++j) ata[i][j] += row[idx[i]] * row[idx[j]];
+      const std::array<double, 4> row = {1.0, static_cast<double>(s.new_tokens),
+                                         static_cast<double>(s.sequences),
+                                         static_cast<double>(s.context_tokens)};
+      for (std::size_t i = 0; i < k; ++i) {
+        for (std::size_t j = 0; j < k; ++j) ata[i][j] += row[idx[i]] * row[idx[j]];
         atb[i] += row[idx[i]] * s.seconds;
       }
     }
     std::array<double, 4> x{};
     if (!detail::solve_small(ata, atb, k, x)) {
-      used[static_cast<std::size_t>(idx[k - 1])] = false;  // collinear: drop the last feature
+      used[idx[k - 1]] = false;  // collinear: drop the last feature
       continue;
     }
     price = {};
-    int worst = -1;
-    for (int i = 0; i < k; ++i) {
-      price[static_cast<std::size_t>(idx[i])] = x[i];
-      if (x[i] < 0.0 && (worst < 0 || x[i] < x[worst])) worst = i;
+    std::size_t worst = k;  // k: no negative price
+    for (std::size_t i = 0; i < k; ++i) {
+      price[idx[i]] = x[i];
+      if (x[i] < 0.0 && (worst == k || x[i] < x[worst])) worst = i;
     }
-    if (worst < 0) break;
-    used[static_cast<std::size_t>(idx[worst])] = false;
+    if (worst == k) break;
+    used[idx[worst]] = false;
     price = {};
   }
   return LinearStepCostModel{price[0], price[1], price[2], price[3]};

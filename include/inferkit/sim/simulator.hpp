@@ -106,13 +106,11 @@ SimulationResult simulate(Scheduler& scheduler, const Cost& cost,
   // Arrival time of each request as it becomes known (closed loop: when a client frees up).
   std::vector<double> arrival(workload.size(), -1.0);
   std::int64_t next = 0;  // next request to add
-  if (closed) {
-    for (std::int64_t i = 0; i < std::min<std::int64_t>(n, options.concurrency); ++i) {
-      arrival[static_cast<std::size_t>(i)] = 0.0;
-    }
-  } else {
-    for (std::int64_t i = 0; i < n; ++i) {
-      arrival[static_cast<std::size_t>(i)] = workload[static_cast<std::size_t>(i)].arrival_s;
+  for (std::size_t i = 0; i < workload.size(); ++i) {
+    if (!closed) {
+      arrival[i] = workload[i].arrival_s;
+    } else if (static_cast<std::int64_t>(i) < options.concurrency) {
+      arrival[i] = 0.0;  // the first clients all start at once
     }
   }
   std::int64_t released = closed ? std::min<std::int64_t>(n, options.concurrency) : n;
@@ -184,11 +182,12 @@ SimulationResult simulate(Scheduler& scheduler, const Cost& cost,
       tokens.push_back(simulated_token(seq.request_id, seq.seq_len(), options.vocab_size));
     }
     results.clear();
-    for (std::size_t i = 0; i < plan.sequences.size(); ++i) {
-      const ScheduledSequence& seq = plan.sequences[i];
+    const TokenId* token = tokens.data();
+    for (const ScheduledSequence& seq : plan.sequences) {
       results.push_back(SequenceResult{seq.request_id, seq.samples
-                                                           ? std::span<const TokenId>(&tokens[i], 1)
+                                                           ? std::span<const TokenId>(token, 1)
                                                            : std::span<const TokenId>()});
+      ++token;
     }
     scheduler.commit(results, clock);
     collect();
