@@ -20,13 +20,13 @@
 #include <inferkit/core/model_shape.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/core/token_id.hpp>
+#include <inferkit/engine/engine.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
 #include <inferkit/kv/kv_cache.hpp>
 #include <inferkit/kv/kv_quantization.hpp>
 #include <inferkit/kv/paged_kv_cache.hpp>
 #include <inferkit/kv/paged_kv_view.hpp>
-#include <inferkit/engine/engine.hpp>
 #include <inferkit/model/bpe_tokenizer.hpp>
 #include <inferkit/model/chat_template.hpp>
 #include <inferkit/model/ggml_type.hpp>
