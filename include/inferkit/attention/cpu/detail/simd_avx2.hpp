@@ -135,15 +135,18 @@ struct SimdAvx2 {
       if constexpr (std::is_same_v<T, float8_e5m2>) {
         return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b8), 8));
       } else if constexpr (std::is_same_v<T, float8_e4m3>) {
-        const __m256i b = _mm256_cvtepu8_epi32(b8);
-        const __m256i mag = _mm256_and_si256(b, _mm256_set1_epi32(0x7F));
-        const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x80)), 24);
-        V v = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(mag, 20)),
-                            _mm256_set1_ps(0x1.0p120f));
-        const __m256i nan = _mm256_cmpeq_epi32(mag, _mm256_set1_epi32(0x7F));
-        v = _mm256_blendv_ps(v, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()),
-                             _mm256_castsi256_ps(nan));
-        return _mm256_castsi256_ps(_mm256_or_si256(_mm256_castps_si256(v), sign));
+        // As the AVX-512 policy: fp16 bits (mag << 7, sign at 15) = value / 256, widened by F16C
+        // (no denormal float operand, so no microcode assists for subnormal codes).
+        const __m128i h =
+            _mm_andnot_si128(_mm_set1_epi16(0x4000), _mm_slli_epi16(_mm_cvtepi8_epi16(b8), 7));
+        const V v = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
+        const __m128i nan16 =
+            _mm_cmpeq_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x3F80));
+        const V nan = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(nan16));
+        const V signed_nan = _mm256_or_ps(
+            _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)))),
+            _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()));
+        return _mm256_blendv_ps(v, signed_nan, nan);
       } else {
         static_assert(std::is_same_v<T, std::int8_t>, "unsupported KV storage type");
         return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b8));

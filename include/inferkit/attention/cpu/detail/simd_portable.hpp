@@ -134,30 +134,38 @@ struct SimdPortable {
         return from_half(b << 8);  // e5m2 is the top byte of an fp16 with the same bias
       } else {
         static_assert(std::is_same_v<T, float8_e4m3>, "unsupported KV storage type");
-        // Exponent+mantissa at float bits 20..26, rescaled by 2^(127-7): exact for normals and
-        // subnormals; magnitude 0x7F is the format's only NaN.
+        // fp16 bits mag << 7 (sign at 15) are value / 256 exactly, subnormals included;
+        // magnitude 0x7F is the format's only NaN.
         const VU mag = b & 0x7Fu;
-        const VU sign = (b & 0x80u) << 24;
+        const V v = from_half((mag << 7) | ((b & 0x80u) << 8)) * set1(256.0f);
         const VI nan = mag == VU{0x7Fu, 0x7Fu, 0x7Fu, 0x7Fu};
-        const V v = std::bit_cast<V>(mag << 20) * set1(0x1.0p120f);
         const VI qnan = std::bit_cast<VI>(set1(std::numeric_limits<float>::quiet_NaN()));
-        const VI bits = (std::bit_cast<VI>(v) & ~nan) | (qnan & nan);
-        return std::bit_cast<V>(bits | std::bit_cast<VI>(sign));
+        const VI sign = std::bit_cast<VI>((b & 0x80u) << 24);
+        return std::bit_cast<V>((std::bit_cast<VI>(v) & ~nan) | ((qnan | sign) & nan));
       }
     }
   }
 
-  /// fp16 bits (in the low 16 bits of each lane) -> floats, like F16C's vcvtph2ps: normals and
-  /// subnormals by one exact multiply, Inf/NaN by a bit select (NaN quiet, payload kept).
+  /// fp16 bits (in the low 16 bits of each lane) -> floats, like F16C's vcvtph2ps, with no
+  /// denormal float operand (each would cost a microcode assist on x86): the bits are moved into
+  /// place and rebiased as integers; subnormals get the smallest normal's exponent and lose it
+  /// again by one exact float subtraction (F. Giesen's half_to_float); Inf/NaN get the top
+  /// exponent (NaN quiet, payload kept).
   static V from_half(VU h) noexcept {
     const VU sign = (h & 0x8000u) << 16;
     const VU em = h & 0x7FFFu;
-    const V finite = std::bit_cast<V>(em << 13) * set1(0x1.0p112f);
-    const VI special = em >= VU{0x7C00u, 0x7C00u, 0x7C00u, 0x7C00u};
-    const VI quiet = (em > VU{0x7C00u, 0x7C00u, 0x7C00u, 0x7C00u}) & 0x00400000;
-    const VI inf_nan = std::bit_cast<VI>((em << 13) | 0x7F800000u) | quiet;
-    const VI bits = (std::bit_cast<VI>(finite) & ~special) | (inf_nan & special);
-    return std::bit_cast<V>(bits | std::bit_cast<VI>(sign));
+    VU o = (em << 13) + (static_cast<std::uint32_t>(127 - 15) << 23);
+    const VU exp = em & 0x7C00u;
+    const VU top = VU{0x7C00u, 0x7C00u, 0x7C00u, 0x7C00u};
+    const VU zero = VU{0u, 0u, 0u, 0u};
+    const VI special = exp == top;
+    const VI sub = exp == zero;
+    const VI nan = special & (em > top);
+    o += std::bit_cast<VU>(special & static_cast<std::int32_t>(112u << 23)) +
+         std::bit_cast<VU>(sub & (1 << 23));
+    o |= std::bit_cast<VU>(nan & 0x00400000);
+    const V bias = std::bit_cast<V>(sub & static_cast<std::int32_t>(113u << 23));  // 2^-14 or 0
+    return std::bit_cast<V>(std::bit_cast<VU>(std::bit_cast<V>(o) - bias) | sign);
   }
 };
 
