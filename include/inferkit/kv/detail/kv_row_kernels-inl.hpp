@@ -24,6 +24,12 @@ using VU = std::uint32_t __attribute__((vector_size(kBytes)));
 using VI = std::int32_t __attribute__((vector_size(kBytes)));
 using VU64 = std::uint64_t __attribute__((vector_size(kBytes)));
 
+/// std::bit_cast defined in this path's region: std::bit_cast itself, compiled without the
+/// region's target, would pass wide vectors by value against the psABI (g++ -Wpsabi).
+template <class To, class From>
+INFERKIT_FORCEINLINE To bits_as(const From& from) noexcept {
+  return __builtin_bit_cast(To, from);
+}
 INFERKIT_FORCEINLINE VF load_floats(const float* p) noexcept {
   VF v;
   std::memcpy(&v, p, kBytes);
@@ -40,19 +46,18 @@ INFERKIT_FORCEINLINE VF round_even(VF x) noexcept {
 /// Stores the low byte of each lane (every lane holds 0..255).
 INFERKIT_FORCEINLINE void store_bytes(VU v, std::uint8_t* out) noexcept {
 #if INFERKIT_KV_ISA_ID == 2
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
-                   _mm512_cvtepi32_epi8(std::bit_cast<__m512i>(v)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(bits_as<__m512i>(v)));
 #elif INFERKIT_KV_ISA_ID == 1
-  const auto x = std::bit_cast<__m256i>(v);
+  const auto x = bits_as<__m256i>(v);
   const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
   _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(w, w));
 #elif INFERKIT_KV_ISA_ID == 0 && INFERKIT_CPU_DISPATCH
-  const auto x = std::bit_cast<__m128i>(v);
+  const auto x = bits_as<__m128i>(v);
   const __m128i w = _mm_packs_epi32(x, x);
   const int word = _mm_cvtsi128_si32(_mm_packus_epi16(w, w));
   std::memcpy(out, &word, sizeof(word));
 #elif INFERKIT_KV_ISA_ID == 3
-  const uint16x4_t h = vmovn_u32(std::bit_cast<uint32x4_t>(v));
+  const uint16x4_t h = vmovn_u32(bits_as<uint32x4_t>(v));
   const std::uint32_t word = vget_lane_u32(vreinterpret_u32_u8(vmovn_u16(vcombine_u16(h, h))), 0);
   std::memcpy(out, &word, sizeof(word));
 #else
@@ -63,20 +68,19 @@ INFERKIT_FORCEINLINE void store_bytes(VU v, std::uint8_t* out) noexcept {
 /// Stores the low 16 bits of each lane (every lane holds 0..65535).
 INFERKIT_FORCEINLINE void store_halves(VU v, std::uint16_t* out) noexcept {
 #if INFERKIT_KV_ISA_ID == 2
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
-                      _mm512_cvtepi32_epi16(std::bit_cast<__m512i>(v)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(bits_as<__m512i>(v)));
 #elif INFERKIT_KV_ISA_ID == 1
-  const auto x = std::bit_cast<__m256i>(v);
+  const auto x = bits_as<__m256i>(v);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
                    _mm_packus_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1)));
 #elif INFERKIT_KV_ISA_ID == 0 && INFERKIT_CPU_DISPATCH
   // SSE2 has only a signed 32 -> 16 pack: shift the range down by 2^15, pack, shift it back.
   const __m128i bias = _mm_set1_epi32(0x8000);
-  const __m128i x = _mm_sub_epi32(std::bit_cast<__m128i>(v), bias);
+  const __m128i x = _mm_sub_epi32(bits_as<__m128i>(v), bias);
   const __m128i w = _mm_xor_si128(_mm_packs_epi32(x, x), _mm_set1_epi16(-0x8000));
   _mm_storel_epi64(reinterpret_cast<__m128i*>(out), w);
 #elif INFERKIT_KV_ISA_ID == 3
-  vst1_u16(out, vmovn_u32(std::bit_cast<uint32x4_t>(v)));
+  vst1_u16(out, vmovn_u32(bits_as<uint32x4_t>(v)));
 #else
   for (std::size_t i = 0; i < kN; ++i) out[i] = static_cast<std::uint16_t>(v[i]);
 #endif
@@ -85,11 +89,10 @@ INFERKIT_FORCEINLINE void store_halves(VU v, std::uint16_t* out) noexcept {
 /// Stores the low byte of each 64-bit lane (kN / 2 bytes; every lane holds 0..255).
 INFERKIT_FORCEINLINE void store_pair_bytes(VU64 v, std::uint8_t* out) noexcept {
 #if INFERKIT_KV_ISA_ID == 2
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(out),
-                   _mm512_cvtepi64_epi8(std::bit_cast<__m512i>(v)));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm512_cvtepi64_epi8(bits_as<__m512i>(v)));
 #elif INFERKIT_KV_ISA_ID == 1
-  const __m256i even = _mm256_permutevar8x32_epi32(std::bit_cast<__m256i>(v),
-                                                   _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
+  const __m256i even =
+      _mm256_permutevar8x32_epi32(bits_as<__m256i>(v), _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
   const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(even), _mm256_castsi256_si128(even));
   const int word = _mm_cvtsi128_si32(_mm_packus_epi16(w, w));
   std::memcpy(out, &word, sizeof(word));
@@ -103,7 +106,7 @@ inline float abs_max(const float* x, std::size_t n) noexcept {
   VF m = VF{};
   std::size_t i = 0;
   for (; i + kN <= n; i += kN) {
-    const VF a = std::bit_cast<VF>(std::bit_cast<VU>(load_floats(x + i)) & 0x7FFFFFFFu);
+    const VF a = bits_as<VF>(bits_as<VU>(load_floats(x + i)) & 0x7FFFFFFFu);
     m = a > m ? a : m;
   }
   float best = 0.0f;
@@ -126,7 +129,7 @@ inline float quantize_int8(const float* x, std::int8_t* q, std::size_t n) noexce
     r = r < -127.0f ? splat(-127.0f) : r;
     r = r > 127.0f ? splat(127.0f) : r;
     const VI code = __builtin_convertvector(round_even(r), VI);
-    store_bytes(std::bit_cast<VU>(code) & 0xFFu, reinterpret_cast<std::uint8_t*>(q + i));
+    store_bytes(bits_as<VU>(code) & 0xFFu, reinterpret_cast<std::uint8_t*>(q + i));
   }
   for (; i < n; ++i) {
     const float r = std::clamp(x[i] * inv, -127.0f, 127.0f);
@@ -170,7 +173,7 @@ inline void quantize_int4(const float* x, std::uint8_t* packed, std::size_t n, f
     VF r = (load_floats(x + i) - lo) * inv;
     r = r < 0.0f ? splat(0.0f) : r;
     r = r > 15.0f ? splat(15.0f) : r;
-    const auto codes = std::bit_cast<VU64>(__builtin_convertvector(round_even(r), VI));
+    const auto codes = bits_as<VU64>(__builtin_convertvector(round_even(r), VI));
     // Each 64-bit lane holds an (even, odd) code pair: even | odd << 4 in its low byte.
     store_pair_bytes((codes & 0xFu) | ((codes >> 28) & 0xF0u), packed + i / 2);
   }
@@ -189,7 +192,7 @@ template <class Format>
 INFERKIT_FORCEINLINE VU encode_minifloat_lanes(VF x) noexcept {
   constexpr int kMan = Format::kMantissaBits;
   constexpr int kDropped = 23 - kMan;
-  const VU u = std::bit_cast<VU>(x);
+  const VU u = bits_as<VU>(x);
   const VU sign = (u >> 31) << (Format::kExponentBits + kMan);
   const VU a = u & 0x7FFFFFFFu;
   // Normal in the target: re-bias, then round the mantissa (a carry walks into the exponent).
@@ -198,7 +201,7 @@ INFERKIT_FORCEINLINE VU encode_minifloat_lanes(VF x) noexcept {
       (biased + ((1u << (kDropped - 1)) - 1u) + ((biased >> kDropped) & 1u)) >> kDropped;
   // Subnormal: units of 2^(kMinNormalExp - kMan) (exact scaling), rounded by adding 2^23.
   constexpr float kToUnits = static_cast<float>(1u << (kMan - Format::kMinNormalExp));
-  const VU sub = std::bit_cast<VU>(std::bit_cast<VF>(a) * kToUnits + 8388608.0f) - 0x4B000000u;
+  const VU sub = bits_as<VU>(bits_as<VF>(a) * kToUnits + 8388608.0f) - 0x4B000000u;
   constexpr auto kMinNormal = static_cast<std::uint32_t>(127 + Format::kMinNormalExp) << 23;
   VU code = a < kMinNormal ? sub : rounded;
   code = code > Format::kMaxFinite ? splat_u(Format::kIeee ? Format::kExpMask : Format::kMaxFinite)
@@ -216,13 +219,13 @@ INFERKIT_FORCEINLINE VF decode_minifloat_lanes(VU bits) noexcept {
   const VU sign = (bits & Format::kSignBit) != 0u ? splat_u(0x80000000u) : splat_u(0u);
   const VU mag = bits & (Format::kExpMask | Format::kManMask);
   constexpr float kRebias = static_cast<float>(1ull << (127 - Format::kBias - 64)) * 0x1.0p64f;
-  const VU finite = std::bit_cast<VU>(std::bit_cast<VF>(mag << kDropped) * kRebias);
+  const VU finite = bits_as<VU>(bits_as<VF>(mag << kDropped) * kRebias);
   const VU man = mag & Format::kManMask;
   VU special = splat_u(0x7FC00000u);
   if constexpr (Format::kIeee) {
     special = man == 0u ? splat_u(0x7F800000u) : (0x7FC00000u | (man << kDropped));
   }
-  return std::bit_cast<VF>(sign | (mag > Format::kMaxFinite ? special : finite));
+  return bits_as<VF>(sign | (mag > Format::kMaxFinite ? special : finite));
 }
 
 /// out[i] = Format(x[i] * inv) bits, for an 8- or 16-bit `Bits` output.
@@ -244,7 +247,7 @@ inline void encode_row(const float* x, float inv, Bits* out, std::size_t n) noex
 inline void encode_bf16_row(const float* x, std::uint16_t* out, std::size_t n) noexcept {
   std::size_t i = 0;
   for (; i + kN <= n; i += kN) {
-    const VU u = std::bit_cast<VU>(load_floats(x + i));
+    const VU u = bits_as<VU>(load_floats(x + i));
     const VU rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
     store_halves((u & 0x7FFFFFFFu) > 0x7F800000u ? ((u >> 16) | 0x40u) : rounded, out + i);
   }
