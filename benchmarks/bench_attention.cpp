@@ -3,7 +3,12 @@
 // 128, fp16 KV, page size 16). Decode reports KV bytes/s and its ratio to a streaming read of
 // memory measured in the same process with the same threads, FMA utilization against a measured
 // FMA peak, paged (shuffled pages) vs the same kernel on an identity page table, the speedup
-// over a naive scalar kernel, and prefill GFLOP/s against an Eigen GEMM of the same shapes.
+// over a naive scalar kernel, and prefill GFLOP/s against an Eigen GEMM of the same shapes; also
+// fp8 e4m3 and int8 KV (bytes read: codes plus scales), and a "plain consumer": the same kernels
+// compiled in a TU with no -m flag (plain_consumer.cpp, always built as a distribution builds),
+// timed in the same iterations as this TU's, so ratio_plain_vs_this_build says what a user who
+// does not pass -march=native gets. The kernels take the path core/cpu_isa.hpp picks:
+// INFERKIT_CPU_ISA=avx512|avx2|baseline forces one (BM_StreamRead's label says which ran).
 // Run: OMP_NUM_THREADS=2 ./inferkit_bench_attention
 // GCC 12's AVX-512 intrinsics (used by Eigen and below) self-initialize "undefined" operands,
 // which -Wmaybe-uninitialized flags at every inlined use: a known false positive.
@@ -21,19 +26,30 @@
 #include <cstdlib>
 #include <cstring>
 #include <inferkit/attention/attention.hpp>
+#include <inferkit/core/cpu_isa.hpp>
 #include <inferkit/core/float16.hpp>
+#include <inferkit/core/float8.hpp>
 #include <inferkit/core/rng.hpp>
 #include <memory>
 #include <new>
 #include <numeric>
+#include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #if INFERKIT_HAS_OPENMP
 #  include <omp.h>
 #endif
-#if INFERKIT_HAS_AVX512
+#if INFERKIT_ARCH_X86
 #  include <immintrin.h>
+#endif
+
+#ifndef INFERKIT_BENCH_PLAIN_CONSUMER
+#  define INFERKIT_BENCH_PLAIN_CONSUMER 0  // set by CMake where plain_consumer.cpp is built
+#endif
+#if INFERKIT_BENCH_PLAIN_CONSUMER
+#  include "plain_consumer.hpp"
 #endif
 
 namespace {
@@ -51,6 +67,45 @@ constexpr std::int32_t kBlockSize = 16;
 // 2 GiB of K+V (1 GiB each): the largest case (32 x 16K) fills it; smaller cases cycle through
 // disjoint page sets of it, so every case streams from DRAM, not from the 105 MiB L3.
 constexpr std::int32_t kPoolBlocks = 32768;
+
+// The baselines (streaming read, FMA peak) use the widest vectors the CPU has whatever this TU's
+// flags, so a build without -march=native measures the same machine.
+#if INFERKIT_ARCH_X86
+/// Sum of `n` floats (n a multiple of 64) with 512-bit loads.
+__attribute__((target("avx512f"))) double sum_floats_avx512(const float* p, std::size_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (std::size_t i = 0; i < n; i += 64) {
+    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(p + i));
+    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(p + i + 16));
+    a2 = _mm512_add_ps(a2, _mm512_loadu_ps(p + i + 32));
+    a3 = _mm512_add_ps(a3, _mm512_loadu_ps(p + i + 48));
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  double total = 0.0;
+  for (float x : lanes) total += static_cast<double>(x);
+  return total;
+}
+#endif
+
+/// Sum of `n` floats (n a multiple of 8), in lanes the compiler may vectorize.
+double sum_floats_portable(const float* p, std::size_t n) {
+  float s[8] = {};
+  for (std::size_t i = 0; i < n; i += 8) {
+    for (std::size_t j = 0; j < 8; ++j) s[j] += p[i + j];
+  }
+  double total = 0.0;
+  for (float x : s) total += static_cast<double>(x);
+  return total;
+}
+
+/// The widest streaming sum this CPU runs.
+double (*stream_sum())(const float*, std::size_t) {
+#if INFERKIT_ARCH_X86
+  if (cpu_isa_supported(CpuIsa::kAvx512)) return &sum_floats_avx512;
+#endif
+  return &sum_floats_portable;
+}
 
 /// Streaming read bandwidth (bytes/s): the best of several parallel sums over 1 GiB.
 /// The streaming-read baseline: a 1 GiB buffer (same allocation as the KV pool) summed by the
@@ -92,29 +147,12 @@ struct StreamBuffer {
   double sum_distinct_chunks(std::int64_t first, std::int64_t count) const {
     const auto chunks = static_cast<std::int64_t>(kFloats / kChunk);
     double total = 0.0;
+    const auto sum = stream_sum();
 #if INFERKIT_HAS_OPENMP
 #  pragma omp parallel for schedule(static) reduction(+ : total)
 #endif
     for (std::int64_t c = 0; c < count; ++c) {
-      const float* p = buf.get() + ((first + c) % chunks) * static_cast<std::int64_t>(kChunk);
-#if INFERKIT_HAS_AVX512
-      __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-      for (std::size_t i = 0; i < kChunk; i += 64) {
-        a0 = _mm512_add_ps(a0, _mm512_loadu_ps(p + i));
-        a1 = _mm512_add_ps(a1, _mm512_loadu_ps(p + i + 16));
-        a2 = _mm512_add_ps(a2, _mm512_loadu_ps(p + i + 32));
-        a3 = _mm512_add_ps(a3, _mm512_loadu_ps(p + i + 48));
-      }
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-      for (float x : lanes) total += static_cast<double>(x);
-#else
-      float s[8] = {};
-      for (std::size_t i = 0; i < kChunk; i += 8) {
-        for (std::size_t j = 0; j < 8; ++j) s[j] += p[i + j];
-      }
-      for (float x : s) total += static_cast<double>(x);
-#endif
+      total += sum(buf.get() + ((first + c) % chunks) * static_cast<std::int64_t>(kChunk), kChunk);
     }
     return total;
   }
@@ -147,11 +185,33 @@ double stream_bytes_per_second() {
   return bw;
 }
 
-/// Peak fp32 FMA rate (multiply-adds per second, all lanes, all threads), measured with
-/// independent FMA chains in registers.
+#if INFERKIT_ARCH_X86
+/// Lane-FMAs per second of one thread running `iters` steps of 16 independent 512-bit FMA chains
+/// (more than FMA latency x ports), kept in registers.
+__attribute__((target("avx512f,fma"))) float fma_chains_avx512(std::int64_t iters) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512 m = _mm512_set1_ps(0.999999f);
+  const __m512 a = _mm512_set1_ps(1e-7f);
+  for (std::int64_t it = 0; it < iters; ++it) {
+    for (auto& x : acc) x = _mm512_fmadd_ps(x, m, a);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s);
+  float sink = 0.0f;
+  for (float x : lanes) sink += x;
+  return sink;
+}
+#endif
+
+/// Peak fp32 FMA rate (multiply-adds per second, all lanes, all threads) of the CPU's widest
+/// vectors, measured with independent FMA chains in registers; 0 where it has no AVX-512.
 double fma_peak_per_second() {
   static const double peak = [] {
-#if INFERKIT_HAS_AVX512
+#if INFERKIT_ARCH_X86
+    if (!cpu_isa_supported(CpuIsa::kAvx512)) return 0.0;
     double best = 0.0;
     constexpr std::int64_t kIters = 10'000'000;
     for (int rep = 0; rep < 3; ++rep) {
@@ -160,21 +220,7 @@ double fma_peak_per_second() {
 #  if INFERKIT_HAS_OPENMP
 #    pragma omp parallel reduction(+ : sink)
 #  endif
-      {
-        // 16 independent chains (more than FMA latency x ports), kept in registers.
-        __m512 acc[16];
-        for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
-        const __m512 m = _mm512_set1_ps(0.999999f);
-        const __m512 a = _mm512_set1_ps(1e-7f);
-        for (std::int64_t it = 0; it < kIters; ++it) {
-          for (auto& x : acc) x = _mm512_fmadd_ps(x, m, a);
-        }
-        __m512 s = acc[0];
-        for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
-        alignas(64) float lanes[16];
-        _mm512_store_ps(lanes, s);
-        for (float x : lanes) sink += x;
-      }
+      sink += fma_chains_avx512(kIters);
       benchmark::DoNotOptimize(sink);
       best = std::max(
           best, static_cast<double>(kIters) * 16.0 * 16.0 * num_threads() / seconds_since(t0));
@@ -187,36 +233,72 @@ double fma_peak_per_second() {
   return peak;
 }
 
-/// One layer's paged fp16 K/V pool, filled with small finite values.
+/// Element `i` of a pool of T, a small finite value from a hash: fp16 |x| in [2^-3, 1); fp8 e4m3
+/// |x| in [2^-4, 16) with one code in 20 subnormal (as a quantized cache holds for its smallest
+/// values); int8 any code in [-127, 127]. V gets K's negation.
+template <class T>
+T pool_element(std::uint32_t i, bool v) {
+  const std::uint32_t h = i * 2654435761u;
+  const std::uint32_t sign = v ? (h & 0x8000u) ^ 0x8000u : h & 0x8000u;
+  if constexpr (std::is_same_v<T, float16>) {
+    return float16::from_bits(static_cast<std::uint16_t>((0x3000u + ((h >> 7) % 0x0C00u)) | sign));
+  } else if constexpr (std::is_same_v<T, float8_e4m3>) {
+    const std::uint32_t exp = (h >> 9) % 20 == 0 ? 0u : 3u + (h >> 11) % 8u;
+    const std::uint32_t man = exp == 0 ? 1u + (h >> 14) % 7u : (h >> 14) & 7u;
+    return float8_e4m3::from_bits(static_cast<std::uint8_t>((sign >> 8) | (exp << 3) | man));
+  } else {
+    static_assert(std::is_same_v<T, std::int8_t>);
+    const auto code = static_cast<std::int32_t>((h >> 9) % 255u) - 127;
+    return static_cast<std::int8_t>(v ? -code : code);
+  }
+}
+
+/// One layer's paged K/V pool of T (fp16, fp8 e4m3 with a scale per block and head, or int8
+/// with a scale per token and head), filled with small finite values.
+template <class T>
 struct KvPool {
   static constexpr std::size_t kElems = std::size_t{kPoolBlocks} * kKvHeads * kBlockSize * kHeadDim;
-  HugeBuffer<float16> k{kElems}, v{kElems};
-  PagedKVView<const float16> view;
+  static constexpr std::size_t kScales =
+      std::is_same_v<T, std::int8_t>
+          ? std::size_t{kPoolBlocks} * kKvHeads * kBlockSize
+          : (std::is_same_v<T, float16> ? 0 : std::size_t{kPoolBlocks} * kKvHeads);
+  HugeBuffer<T> k{kElems}, v{kElems};
+  std::vector<float> k_scale, v_scale;
+  PagedKVView<const T> view;
 
-  KvPool() {
+  KvPool() : k_scale(kScales, 1.0f / 8.0f), v_scale(kScales, 1.0f / 4.0f) {
+    if constexpr (std::is_same_v<T, std::int8_t>) {
+      std::fill(k_scale.begin(), k_scale.end(), 1.0f / 127.0f);
+      std::fill(v_scale.begin(), v_scale.end(), 1.0f / 127.0f);
+    }
     view.num_blocks = kPoolBlocks;
     view.num_kv_heads = kKvHeads;
     view.block_size = kBlockSize;
     view.head_dim = kHeadDim;
-    const std::size_t n = kElems;
 #if INFERKIT_HAS_OPENMP
 #  pragma omp parallel for schedule(static)
 #endif
-    for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) {
-      const auto h = static_cast<std::uint32_t>(i) * 2654435761u;
-      // sign | exponent 0x3000..0x3BFF: |x| in [2^-3, 1)
-      const auto bits =
-          static_cast<std::uint16_t>((0x3000u + ((h >> 7) % 0x0C00u)) | (h & 0x8000u));
-      k[static_cast<std::size_t>(i)] = float16::from_bits(bits);
-      v[static_cast<std::size_t>(i)] =
-          float16::from_bits(static_cast<std::uint16_t>(bits ^ 0x8000u));
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(kElems); ++i) {
+      k[static_cast<std::size_t>(i)] = pool_element<T>(static_cast<std::uint32_t>(i), false);
+      v[static_cast<std::size_t>(i)] = pool_element<T>(static_cast<std::uint32_t>(i), true);
     }
     view.k = k.get();
     view.v = v.get();
+    if (kScales != 0) {
+      view.k_scale = k_scale.data();
+      view.v_scale = v_scale.data();
+    }
   }
   static KvPool& get() {
     static KvPool pool;
     return pool;
+  }
+  /// Bytes a decode over `tokens` tokens of `pages` pages reads: K and V codes and scales.
+  static double bytes_read(double tokens, double pages) {
+    const double codes = 2.0 * tokens * kKvHeads * kHeadDim * sizeof(T);
+    if constexpr (std::is_same_v<T, std::int8_t>) return codes + 2.0 * tokens * kKvHeads * 4.0;
+    if constexpr (std::is_same_v<T, float16>) return codes;
+    return codes + 2.0 * pages * kKvHeads * 4.0;
   }
 };
 
@@ -275,12 +357,13 @@ double time_calls(benchmark::State& state, std::int32_t replicas, Fn&& fn) {
   return total / static_cast<double>(std::max<std::int64_t>(calls, 1));
 }
 
-/// Decode arguments over the pool for queries `q` into `out`; the caller sets `pages`.
-PagedDecodeArgs<float16> decode_args(const std::vector<float>& q, std::vector<float>& out,
-                                     std::int32_t num_qo_heads = kQoHeads) {
-  PagedDecodeArgs<float16> args;
+/// Decode arguments over the pool of T for queries `q` into `out`; the caller sets `pages`.
+template <class T = float16>
+PagedDecodeArgs<T> decode_args(const std::vector<float>& q, std::vector<float>& out,
+                               std::int32_t num_qo_heads = kQoHeads) {
+  PagedDecodeArgs<T> args;
   args.q = q.data();
-  args.kv = KvPool::get().view;
+  args.kv = KvPool<T>::get().view;
   args.num_qo_heads = num_qo_heads;
   args.head_dim = kHeadDim;
   args.out = out.data();
@@ -309,6 +392,7 @@ struct StreamCursor {
 /// alike instead of whichever was measured at a bad moment. `group` query heads share each of
 /// the 8 KV heads: 4 is Llama-3-8B (the target shape); 8 (Llama-3-70B) doubles the FMAs per
 /// byte, and 1 (multi-head) sends 4x the query rows through the same pages one at a time.
+template <class KV>
 void BM_PagedDecode(benchmark::State& state) {
   const auto batch = static_cast<std::int32_t>(state.range(0));
   const auto ctx = static_cast<std::int32_t>(state.range(1));
@@ -320,8 +404,9 @@ void BM_PagedDecode(benchmark::State& state) {
   const PageSets identity(batch, ctx, false);
   const auto q = random_queries(static_cast<std::size_t>(batch * num_qo_heads * kHeadDim), 1);
   std::vector<float> out(q.size());
-  PagedDecodeArgs<float16> args = decode_args(q, out, num_qo_heads);
-  const double bytes = 2.0 * batch * ctx * kKvHeads * kHeadDim * sizeof(float16);
+  PagedDecodeArgs<KV> args = decode_args<KV>(q, out, num_qo_heads);
+  const double bytes = KvPool<KV>::bytes_read(static_cast<double>(batch) * ctx,
+                                              static_cast<double>(sets.indptr.back()));
   const auto run = [&](const PageSets& s, std::int32_t r) {
     args.pages = s.table(r % s.replicas);
     const auto t0 = Clock::now();
@@ -394,7 +479,7 @@ void naive_decode(const float* q, const PagedKVView<const float16>& kv, const Pa
 void BM_NaiveDecode(benchmark::State& state) {
   const auto batch = static_cast<std::int32_t>(state.range(0));
   const auto ctx = static_cast<std::int32_t>(state.range(1));
-  KvPool& pool = KvPool::get();
+  KvPool<float16>& pool = KvPool<float16>::get();
   const PageSets sets(batch, ctx, true);
   const auto q = random_queries(static_cast<std::size_t>(batch * kQoHeads * kHeadDim), 2);
   std::vector<float> out(q.size()), out_kernel(q.size());
@@ -423,7 +508,7 @@ void BM_PagedPrefill(benchmark::State& state) {
   const auto chunk = static_cast<std::int32_t>(state.range(0));
   const auto cached = static_cast<std::int32_t>(state.range(1));
   const std::int32_t len = cached + chunk;
-  KvPool& pool = KvPool::get();
+  KvPool<float16>& pool = KvPool<float16>::get();
   const PageSets sets(1, len, true);
   const auto q = random_queries(static_cast<std::size_t>(chunk * kQoHeads * kHeadDim), 3);
   std::vector<float> out(q.size());
@@ -471,15 +556,123 @@ void BM_StreamRead(benchmark::State& state) {
   state.counters["stream_bytes_per_second"] = stream_bytes_per_second();
   state.counters["fma_peak_per_second"] = fma_peak_per_second();
   state.counters["threads"] = num_threads();
+  std::string label = "cpu_isa=" + std::string(to_string(cpu_isa())) +
+                      " kernels=" + INFERKIT_PP_STR(INFERKIT_ISA_ABI);
+#if INFERKIT_BENCH_PLAIN_CONSUMER
+  label += " plain_consumer=" + std::string(plain_consumer::isa_abi());
+#endif
+  state.SetLabel(label);
 }
+
+#if INFERKIT_BENCH_PLAIN_CONSUMER
+/// Times `mine()` and `plain()` alternately (which goes first alternates too) in every
+/// iteration; reports ratio_plain_vs_this_build = time of mine / time of plain.
+template <class Mine, class Plain>
+void time_against_plain(benchmark::State& state, Mine&& mine, Plain&& plain) {
+  double mine_s = 0.0, plain_s = 0.0;
+  bool plain_first = false;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    if (plain_first)
+      plain();
+    else
+      mine();
+    const auto t1 = Clock::now();
+    if (plain_first)
+      mine();
+    else
+      plain();
+    const auto t2 = Clock::now();
+    const double first = std::chrono::duration<double>(t1 - t0).count();
+    const double second = std::chrono::duration<double>(t2 - t1).count();
+    mine_s += plain_first ? second : first;
+    plain_s += plain_first ? first : second;
+    plain_first = !plain_first;
+  }
+  state.counters["ratio_plain_vs_this_build"] = mine_s / plain_s;
+}
+
+/// Decode (batch x ctx, shuffled pages, group query heads per KV head) through this TU's
+/// kernels and through plain_consumer.cpp's (no -m flag), alternately.
+void BM_PlainConsumerDecode(benchmark::State& state) {
+  const auto batch = static_cast<std::int32_t>(state.range(0));
+  const auto ctx = static_cast<std::int32_t>(state.range(1));
+  const auto num_qo_heads = static_cast<std::int32_t>(state.range(2)) * kKvHeads;
+  const PageSets sets(batch, ctx, true);
+  const auto q = random_queries(static_cast<std::size_t>(batch * num_qo_heads * kHeadDim), 1);
+  std::vector<float> out(q.size());
+  PagedDecodeArgs<float16> args = decode_args(q, out, num_qo_heads);
+  std::int32_t r = 0;
+  time_against_plain(
+      state,
+      [&] {
+        args.pages = sets.table(r++ % sets.replicas);
+        paged_decode(cpu{}, args);
+      },
+      [&] {
+        args.pages = sets.table(r++ % sets.replicas);
+        plain_consumer::paged_decode(args);
+      });
+}
+
+/// Prefill (a chunk over cached tokens, one sequence) the same way.
+void BM_PlainConsumerPrefill(benchmark::State& state) {
+  const auto chunk = static_cast<std::int32_t>(state.range(0));
+  const auto cached = static_cast<std::int32_t>(state.range(1));
+  const PageSets sets(1, cached + chunk, true);
+  const auto q = random_queries(static_cast<std::size_t>(chunk * kQoHeads * kHeadDim), 3);
+  std::vector<float> out(q.size());
+  const std::vector<std::int32_t> q_indptr = {0, chunk};
+  PagedPrefillArgs<float16> args;
+  args.q = q.data();
+  args.q_indptr = q_indptr.data();
+  args.kv = KvPool<float16>::get().view;
+  args.num_qo_heads = kQoHeads;
+  args.head_dim = kHeadDim;
+  args.out = out.data();
+  std::int32_t r = 0;
+  time_against_plain(
+      state,
+      [&] {
+        args.pages = sets.table(r++ % sets.replicas);
+        paged_prefill(cpu{}, args);
+      },
+      [&] {
+        args.pages = sets.table(r++ % sets.replicas);
+        plain_consumer::paged_prefill(args);
+      });
+}
+#endif
 
 BENCHMARK(BM_StreamRead)->Iterations(1)->Unit(benchmark::kMillisecond);
 // The target shape (GQA 4) over the grid, then GQA 1 and 8 at one shape.
-BENCHMARK(BM_PagedDecode)
+BENCHMARK(BM_PagedDecode<float16>)
+    ->Name("BM_PagedDecode")
     ->ArgNames({"batch", "ctx", "shuffled", "group"})
     ->ArgsProduct({{1, 8, 32}, {1024, 4096, 16384}, {0, 1}, {4}})
     ->Args({8, 4096, 1, 1})
     ->Args({8, 4096, 1, 8})
+    ->Args({32, 4096, 1, 8})
+    ->Args({8, 16384, 1, 8})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.3)
+    ->UseRealTime();
+// Quantized KV at the target shape: bytes are codes plus scales.
+BENCHMARK(BM_PagedDecode<float8_e4m3>)
+    ->Name("BM_PagedDecode_fp8_e4m3")
+    ->ArgNames({"batch", "ctx", "shuffled", "group"})
+    ->Args({8, 4096, 1, 4})
+    ->Args({32, 4096, 1, 4})
+    ->Args({8, 16384, 1, 4})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.3)
+    ->UseRealTime();
+BENCHMARK(BM_PagedDecode<std::int8_t>)
+    ->Name("BM_PagedDecode_int8")
+    ->ArgNames({"batch", "ctx", "shuffled", "group"})
+    ->Args({8, 4096, 1, 4})
+    ->Args({32, 4096, 1, 4})
+    ->Args({8, 16384, 1, 4})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.3)
     ->UseRealTime();
@@ -495,6 +688,21 @@ BENCHMARK(BM_PagedPrefill)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5)
     ->UseRealTime();
+#if INFERKIT_BENCH_PLAIN_CONSUMER
+BENCHMARK(BM_PlainConsumerDecode)
+    ->ArgNames({"batch", "ctx", "group"})
+    ->Args({8, 4096, 4})
+    ->Args({8, 4096, 8})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.5)
+    ->UseRealTime();
+BENCHMARK(BM_PlainConsumerPrefill)
+    ->ArgNames({"chunk", "cached"})
+    ->Args({512, 4096})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.5)
+    ->UseRealTime();
+#endif
 
 }  // namespace
 

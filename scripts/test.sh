@@ -6,14 +6,19 @@
 # header self-containment check) and runs every test, including the package consumers,
 # 4. builds and runs the tests again under AddressSanitizer + UBSan, 5. runs clang-tidy on a
 # chosen set of units, 6. fuzzes the parsers of untrusted input (scripts/fuzz.sh: libFuzzer with
-# ASan + UBSan, a short run each), 7. where nvcc exists, builds every CUDA target and runs the
-# CUDA tests when nvidia-smi lists a GPU (without one they are counted as skipped; the binary
-# itself also exits 77, skip, when it finds no device).
+# ASan + UBSan, a short run each), 7. on x86-64, cross-builds a subset of the attention and KV
+# tests for aarch64 and runs them under qemu (the NEON path; scripts/cross_aarch64.sh), 8. where
+# nvcc exists, builds every CUDA target and runs the CUDA tests when nvidia-smi lists a GPU
+# (without one they are counted as skipped; the binary itself also exits 77, skip, when it finds
+# no device).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/common.sh
 start=$(date +%s)
-inferkit_install_missing clang-14 libclang-rt-14-dev  # clang's libFuzzer for scripts/fuzz.sh
+cross_packages=()
+if [ "$(uname -m)" = x86_64 ]; then cross_packages=(g++-aarch64-linux-gnu qemu-user); fi
+# clang's libFuzzer for scripts/fuzz.sh; the aarch64 cross compiler and qemu for the NEON path
+inferkit_install_missing clang-14 libclang-rt-14-dev "${cross_packages[@]}"
 
 # phase <title>: prints a phase header with the seconds spent so far.
 phase() { echo "== $1 (at $(($(date +%s) - start)) s)"; }
@@ -89,6 +94,19 @@ if bash scripts/fuzz.sh 15; then
 else
   failed=$((failed + 1))
   fail "scripts/fuzz.sh"
+fi
+
+if [ "$(uname -m)" = x86_64 ]; then
+  phase "aarch64: cross-built attention and KV tests under qemu, NEON and baseline paths"
+  cross_log=$(mktemp)
+  cross_rc=0
+  bash scripts/cross_aarch64.sh 2>&1 | tee "$cross_log" || cross_rc=$?
+  cross_ok=$(grep -c ': ok (' "$cross_log" || true)
+  cross_failed=$(grep -c ': FAILED' "$cross_log" || true)
+  rm -f "$cross_log"
+  passed=$((passed + cross_ok))
+  failed=$((failed + cross_failed))
+  if [ "$cross_rc" -ne 0 ] || [ "$cross_ok" -eq 0 ]; then fail "scripts/cross_aarch64.sh"; fi
 fi
 
 if inferkit_find_nvcc; then

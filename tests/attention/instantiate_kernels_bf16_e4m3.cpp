@@ -6,13 +6,7 @@
 
 namespace inferkit::detail {
 
-template void dispatch_paged_attention<SimdNative, bfloat16>(
-    const PagedAttentionProblem<bfloat16>&);
-template void dispatch_paged_attention<SimdNative, float8_e4m3>(
-    const PagedAttentionProblem<float8_e4m3>&);
-#if INFERKIT_HAS_AVX512  // otherwise SimdPortable is SimdNative, instantiated above
-template void dispatch_paged_attention<SimdPortable, float8_e4m3>(
-    const PagedAttentionProblem<float8_e4m3>&);
-#endif
+INFERKIT_TEST_FOR_EACH_PATH(INFERKIT_TEST_DEFINE_KERNEL, bfloat16)
+INFERKIT_TEST_FOR_EACH_PATH(INFERKIT_TEST_DEFINE_KERNEL, float8_e4m3)
 
 }  // namespace inferkit::detail

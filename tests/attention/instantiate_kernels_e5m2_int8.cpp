@@ -6,9 +6,7 @@
 
 namespace inferkit::detail {
 
-template void dispatch_paged_attention<SimdNative, float8_e5m2>(
-    const PagedAttentionProblem<float8_e5m2>&);
-template void dispatch_paged_attention<SimdNative, std::int8_t>(
-    const PagedAttentionProblem<std::int8_t>&);
+INFERKIT_TEST_FOR_EACH_PATH(INFERKIT_TEST_DEFINE_KERNEL, float8_e5m2)
+INFERKIT_TEST_FOR_EACH_PATH(INFERKIT_TEST_DEFINE_KERNEL, std::int8_t)
 
 }  // namespace inferkit::detail

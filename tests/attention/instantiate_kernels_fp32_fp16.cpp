@@ -6,7 +6,7 @@
 
 namespace inferkit::detail {
 
-template void dispatch_paged_attention<SimdNative, float>(const PagedAttentionProblem<float>&);
-template void dispatch_paged_attention<SimdNative, float16>(const PagedAttentionProblem<float16>&);
+INFERKIT_TEST_FOR_EACH_PATH(INFERKIT_TEST_DEFINE_KERNEL, float)
+INFERKIT_TEST_FOR_EACH_PATH(INFERKIT_TEST_DEFINE_KERNEL, float16)
 
 }  // namespace inferkit::detail

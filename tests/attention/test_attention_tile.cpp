@@ -3,7 +3,8 @@
 // directly as run_paged_attention calls it: one block of query rows (tokens x GQA group) of one
 // KV head attends to a key range [kv_begin, kv_end) of one sequence's shuffled paged K/V. Row
 // counts 1/2/4/8 take the register path, others the fp32-scratch path; head dims take the
-// compiled (kHeadDim) and the runtime (kHeadDim = 0) paths; both SIMD policies run. Outputs and
+// compiled (kHeadDim) and the runtime (kHeadDim = 0) paths; every instruction-set path of the
+// build that the CPU runs is tested (detail::baseline, avx2, avx512, neon). Outputs and
 // natural-log LSEs are compared with the double-precision oracle (reference_attention) on the
 // same dequantized K/V, over exactly the range and visibility rules the kernel is given.
 //
@@ -24,6 +25,7 @@
 #include <inferkit/kv/paged_kv_view.hpp>
 #include <limits>
 #include <string>
+#include <tests/support/cpu_paths.hpp>
 #include <tests/support/paged_fixture.hpp>
 #include <vector>
 
@@ -118,7 +120,7 @@ struct TileResult {
   std::vector<float> lse;  ///< [tokens][qo_heads]
 };
 
-template <class Simd, int kHeadDim, class KV>
+template <class Kernels, int kHeadDim, class KV>
 TileResult run_tile(const TileInputs<KV>& in, const TileCase& c, std::int32_t prefetch,
                     AttentionScratch& s) {
   const std::int64_t q_token_stride = std::int64_t{c.qo_heads()} * c.head_dim;
@@ -140,28 +142,28 @@ TileResult run_tile(const TileInputs<KV>& in, const TileCase& c, std::int32_t pr
   rows.out_token_stride = q_token_stride;
   rows.lse = r.lse.data() + std::int64_t{kHead} * c.group;
   rows.lse_token_stride = c.qo_heads();
-  detail::attend_rows<Simd, kHeadDim>(rows, head_source(in.f, kHead), c.kv_begin, c.kv_end,
-                                      c.head_dim, c.params, prefetch, s);
+  Kernels::template attend_rows<kHeadDim>(rows, head_source(in.f, kHead), c.kv_begin, c.kv_end,
+                                          c.head_dim, c.params, prefetch, s);
   return r;
 }
 
 /// Runs a case with the kHeadDim the driver would use (c.compiled) or the runtime path.
-template <class Simd, class KV>
+template <class Kernels, class KV>
 TileResult run_case(const TileInputs<KV>& in, const TileCase& c, std::int32_t prefetch,
                     AttentionScratch& s) {
   if (c.compiled) {
     switch (c.head_dim) {
       case 64:
-        return run_tile<Simd, 64>(in, c, prefetch, s);
+        return run_tile<Kernels, 64>(in, c, prefetch, s);
       case 80:
-        return run_tile<Simd, 80>(in, c, prefetch, s);
+        return run_tile<Kernels, 80>(in, c, prefetch, s);
       case 128:
-        return run_tile<Simd, 128>(in, c, prefetch, s);
+        return run_tile<Kernels, 128>(in, c, prefetch, s);
       default:
         FAIL("no compiled kHeadDim for head_dim " << c.head_dim);
     }
   }
-  return run_tile<Simd, 0>(in, c, prefetch, s);
+  return run_tile<Kernels, 0>(in, c, prefetch, s);
 }
 
 /// The project's double-precision oracle (reference_attention) on the block's rows over keys
@@ -363,7 +365,7 @@ std::vector<TileCase> sweep_cases(Rng& rng) {
   return cases;
 }
 
-template <class Simd, class KV>
+template <class Kernels, class KV>
 void check_sweep_against_reference(std::uint64_t seed) {
   Rng rng(seed);
   double worst_out = 0.0;
@@ -373,7 +375,7 @@ void check_sweep_against_reference(std::uint64_t seed) {
     AttentionScratch s;
     s.reserve(c.rows(), c.padded());
     INFO(test::kv_type_name<KV>() << " " << describe(c));
-    const TileResult got = run_case<Simd>(in, c, kPrefetchAhead, s);
+    const TileResult got = run_case<Kernels>(in, c, kPrefetchAhead, s);
     check_against_reference(in, c, got, worst_out, worst_lse);
   }
   INFO(test::kv_type_name<KV>() << " worst out error " << worst_out << " worst lse error "
@@ -381,7 +383,7 @@ void check_sweep_against_reference(std::uint64_t seed) {
   CHECK(worst_out <= kOutTol);
 }
 
-template <class Simd, class KV>
+template <class Kernels, class KV>
 void check_sweep_prefetch_invariant(std::uint64_t seed) {
   Rng rng(seed);
   for (const TileCase& c : sweep_cases(rng)) {
@@ -391,9 +393,9 @@ void check_sweep_prefetch_invariant(std::uint64_t seed) {
     AttentionScratch s;
     s.reserve(c.rows(), c.padded());
     INFO(test::kv_type_name<KV>() << " " << describe(c));
-    const TileResult a = run_case<Simd>(in, c, 0, s);
-    const TileResult b = run_case<Simd>(in, c, 16, s);
-    const TileResult far = run_case<Simd>(in, c, 40, s);  // not a tile multiple
+    const TileResult a = run_case<Kernels>(in, c, 0, s);
+    const TileResult b = run_case<Kernels>(in, c, 16, s);
+    const TileResult far = run_case<Kernels>(in, c, 40, s);  // not a tile multiple
     CHECK(a.out == b.out);
     CHECK(a.lse == b.lse);
     CHECK(a.out == far.out);
@@ -404,19 +406,22 @@ void check_sweep_prefetch_invariant(std::uint64_t seed) {
 }  // namespace
 
 TEMPLATE_TEST_CASE("attend_rows: matches a double softmax for 1 to 9 rows, head dims, KV ranges",
-                   "[attention]", detail::SimdPortable, detail::SimdNative) {
+                   "[attention]", INFERKIT_TEST_CPU_PATHS) {
+  if (!test::path_runs_here<TestType>()) return;
   check_sweep_against_reference<TestType, float>(301);
   check_sweep_against_reference<TestType, float16>(302);
 }
 
 TEMPLATE_TEST_CASE("attend_rows: prefetch distance leaves every output bit unchanged",
-                   "[attention]", detail::SimdPortable, detail::SimdNative) {
+                   "[attention]", INFERKIT_TEST_CPU_PATHS) {
+  if (!test::path_runs_here<TestType>()) return;
   check_sweep_prefetch_invariant<TestType, float>(401);
   check_sweep_prefetch_invariant<TestType, float16>(402);
 }
 
 TEMPLATE_TEST_CASE("attend_rows: rows that see no key get out 0 and lse -inf", "[attention]",
-                   detail::SimdPortable, detail::SimdNative) {
+                   INFERKIT_TEST_CPU_PATHS) {
+  if (!test::path_runs_here<TestType>()) return;
   Rng rng(501);
   for (const std::int32_t rows : {1, 3, 4, 8, 9}) {  // register and scratch paths
     TileCase c;
@@ -454,7 +459,8 @@ TEMPLATE_TEST_CASE("attend_rows: rows that see no key get out 0 and lse -inf", "
 }
 
 TEMPLATE_TEST_CASE("attend_rows: unwritten NaN slots of a partial last page never reach decode",
-                   "[attention]", detail::SimdPortable, detail::SimdNative) {
+                   "[attention]", INFERKIT_TEST_CPU_PATHS) {
+  if (!test::path_runs_here<TestType>()) return;
   Rng rng(601);
   for (const std::int32_t group : {1, 4, 5}) {
     for (const std::int32_t head_dim : {72, 128}) {  // 72: the row tail is a partial chunk

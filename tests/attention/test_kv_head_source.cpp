@@ -22,7 +22,7 @@
 namespace {
 
 using namespace inferkit;
-using detail::kSimdLanes;
+using detail::kTileTokens;
 using detail::KvHeadSource;
 using detail::KvScaleMode;
 using detail::TileRows;
@@ -116,7 +116,7 @@ void check_gather(const Pool<KV>& pool, std::int32_t head, std::int64_t tok0, st
   if constexpr (kMode != KvScaleMode::kNone) {
     // The kernel multiplies all 16 score lanes by k_scale and p lanes by v_scale: lanes past the
     // tile must be exactly 1 (finite, neutral), whatever the tile held before.
-    for (std::int32_t j = count; j < kSimdLanes; ++j) {
+    for (std::int32_t j = count; j < kTileTokens; ++j) {
       INFO("tok0 " << tok0 << " count " << count << " lane " << j);
       CHECK(tr.k_scale[j] == 1.0f);
       CHECK(tr.v_scale[j] == 1.0f);
@@ -137,7 +137,7 @@ void check_gather_tiles(std::int32_t block_size, std::int32_t head_dim, Rng& rng
     if (trial % 5 == 0) tok0 = tok0 / block_size * block_size;            // at a page start
     if (trial % 5 == 1) tok0 = (tok0 / block_size + 1) * block_size - 1;  // a page's last slot
     tok0 = std::min(tok0, seq_len - 1);
-    const std::int64_t left = std::min<std::int64_t>(kSimdLanes, seq_len - tok0);
+    const std::int64_t left = std::min<std::int64_t>(kTileTokens, seq_len - tok0);
     // Mostly full tiles (the common case), else any shorter count, including 1.
     const auto count = static_cast<std::int32_t>(
         trial % 2 == 0 ? left : 1 + rng.below(static_cast<std::uint32_t>(left)));
@@ -153,9 +153,9 @@ void check_gather_tiles(std::int32_t block_size, std::int32_t head_dim, Rng& rng
   }
   // Every tile of the sequence, in order, as the kernel walks it.
   const auto src = pool.source(heads - 1);
-  for (std::int64_t tok0 = 0; tok0 < seq_len; tok0 += kSimdLanes) {
+  for (std::int64_t tok0 = 0; tok0 < seq_len; tok0 += kTileTokens) {
     check_gather(pool, heads - 1, tok0,
-                 static_cast<std::int32_t>(std::min<std::int64_t>(kSimdLanes, seq_len - tok0)),
+                 static_cast<std::int32_t>(std::min<std::int64_t>(kTileTokens, seq_len - tok0)),
                  src);
   }
 }

@@ -243,7 +243,7 @@ TEST_CASE("paged_decode: the portable path matches the reference", "[attention][
     pb.out = out.data();
     pb.lse = lse.data();
     pb.kv_split_tokens = 32;
-    detail::dispatch_paged_attention<detail::SimdPortable>(pb);
+    detail::dispatch_paged_attention<detail::baseline::IsaKernels>(pb);
     for (std::int32_t s = 0; s < 3; ++s) {
       INFO("group " << group << " seq " << s);
       const auto si = static_cast<std::size_t>(s);

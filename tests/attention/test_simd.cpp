@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the CPU attention kernels' vector vocabulary (cpu/detail/simd.hpp), for the portable
-// and the native (AVX-512 where built) policies alike: the bulk KV conversions against the scalar
+// Tests of the CPU attention kernels' vector vocabulary (cpu/detail/simd.hpp), for every SIMD
+// policy this TU may call (the portable one, and AVX2 / AVX-512 / NEON where the TU's flags
+// enable them; each with its own lane count): the bulk KV conversions against the scalar
 // kv_to_float (every 8- and 16-bit pattern), the horizontal reductions, lane masking and the
 // shifted exp of the online softmax against double precision.
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <tests/support/cpu_paths.hpp>
 #include <tests/support/paged_fixture.hpp>
 #include <type_traits>
 #include <vector>
@@ -32,16 +34,16 @@
 namespace {
 
 using namespace inferkit;
-using detail::kSimdLanes;
-
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-using Lanes = std::array<float, kSimdLanes>;
+/// The lanes of one vector of policy Simd.
+template <class Simd>
+using Lanes = std::array<float, Simd::kLanes>;
 
 template <class Simd>
-Lanes lanes_of(typename Simd::V v) {
-  Lanes out;
+Lanes<Simd> lanes_of(typename Simd::V v) {
+  Lanes<Simd> out;
   Simd::store(out.data(), v);
   return out;
 }
@@ -59,10 +61,10 @@ T element_from_bits(std::uint32_t b) {
   }
 }
 
-/// Lanes [0, min(n, 16)) are kv_to_float(p[i]) bit for bit; the others are +0.
-template <class T>
-void check_converted(const T* p, int n, const Lanes& got) {
-  for (int i = 0; i < kSimdLanes; ++i) {
+/// Lanes [0, min(n, kLanes)) are kv_to_float(p[i]) bit for bit; the others are +0.
+template <class Simd, class T>
+void check_converted(const T* p, int n, const Lanes<Simd>& got) {
+  for (int i = 0; i < Simd::kLanes; ++i) {
     const float want = i < n ? detail::kv_to_float(p[i]) : 0.0f;
     INFO(test::kv_type_name<T>() << " n " << n << " lane " << i << " got "
                                  << got[static_cast<std::size_t>(i)] << " want " << want);
@@ -85,65 +87,75 @@ std::vector<T> all_patterns(Rng& rng) {
 
 template <class Simd, class T>
 void check_load_kv(Rng& rng) {
+  constexpr int kLanes = Simd::kLanes;
   const std::vector<T> all = all_patterns<T>(rng);
-  for (std::size_t i = 0; i < all.size(); i += kSimdLanes) {
-    check_converted(all.data() + i, kSimdLanes, lanes_of<Simd>(Simd::load_kv(all.data() + i, 16)));
+  for (std::size_t i = 0; i < all.size(); i += kLanes) {
+    check_converted<Simd>(all.data() + i, kLanes,
+                          lanes_of<Simd>(Simd::load_kv(all.data() + i, kLanes)));
+    check_converted<Simd>(all.data() + i, kLanes,
+                          lanes_of<Simd>(Simd::load_kv_full(all.data() + i)));
   }
-  // Partial loads: n = 1..16, and n > 16 (loads 16), from random patterns at random offsets.
+  // Partial loads: n = 1..kLanes, and n > kLanes (loads kLanes), from random patterns at random
+  // offsets.
   T buf[48];
-  for (int n = 1; n <= 20; ++n) {
+  for (int n = 1; n <= kLanes + 4; ++n) {
     for (int trial = 0; trial < 20; ++trial) {
       for (T& x : buf) x = element_from_bits<T>(rng.next_u32());
       const T* p = buf + rng.below(17);
-      check_converted(p, std::min(n, kSimdLanes), lanes_of<Simd>(Simd::load_kv(p, n)));
+      check_converted<Simd>(p, std::min(n, kLanes), lanes_of<Simd>(Simd::load_kv(p, n)));
     }
   }
 }
 
 /// Horizontal sum of one vector's lanes in double.
-double lane_sum(const Lanes& a) {
+template <std::size_t kN>
+double lane_sum(const std::array<float, kN>& a) {
   double s = 0.0;
   for (const float x : a) s += x;
   return s;
 }
 
-/// Bound on the rounding error of any order of summing the 16 lanes in fp32: 15 additions, each
+/// Bound on the rounding error of any order of summing the lanes in fp32: kN - 1 additions, each
 /// within 2^-24 of its partial sum, which is at most the sum of magnitudes.
-double sum_error_bound(const Lanes& a) {
+template <std::size_t kN>
+double sum_error_bound(const std::array<float, kN>& a) {
   double mag = 0.0;
   for (const float x : a) mag += std::abs(static_cast<double>(x));
-  return 15.0 * 0x1.0p-24 * mag;
+  return static_cast<double>(kN - 1) * 0x1.0p-24 * mag;
 }
 
 }  // namespace
 
 TEMPLATE_TEST_CASE("Simd: any_greater agrees with a scalar scan", "[attention]",
-                   detail::SimdPortable, detail::SimdNative) {
+                   INFERKIT_TEST_SIMD_POLICIES) {
   Rng rng(11);
+  constexpr auto kLanes = static_cast<std::uint32_t>(TestType::kLanes);
   for (int trial = 0; trial < 200; ++trial) {
-    float lanes[detail::kSimdLanes];
+    float lanes[kLanes];
     for (float& x : lanes) x = static_cast<float>(rng.next_u32() % 200) - 100.0f;
-    if (trial % 3 == 0) lanes[rng.next_u32() % detail::kSimdLanes] = std::nanf("");
+    if (trial % 3 == 0) lanes[rng.next_u32() % kLanes] = std::nanf("");
     const float m = static_cast<float>(rng.next_u32() % 240) - 120.0f;
     bool want = false;
     for (const float x : lanes) want = want || x > m;  // NaN > m is false
     CHECK(TestType::any_greater(TestType::load(lanes), m) == want);
   }
-  float all_nan[detail::kSimdLanes];
+  float all_nan[kLanes];
   std::fill(std::begin(all_nan), std::end(all_nan), std::nanf(""));
   CHECK_FALSE(TestType::any_greater(TestType::load(all_nan), -1e30f));
-  float neg_inf[detail::kSimdLanes];
+  float neg_inf[kLanes];
   std::fill(std::begin(neg_inf), std::end(neg_inf), -std::numeric_limits<float>::infinity());
   CHECK_FALSE(
       TestType::any_greater(TestType::load(neg_inf), -std::numeric_limits<float>::infinity()));
 }
 
 TEMPLATE_TEST_CASE("Simd: zero set1 load store mul add and fma are lane-wise", "[attention]",
-                   detail::SimdPortable, detail::SimdNative) {
+                   INFERKIT_TEST_SIMD_POLICIES) {
   Rng rng(3);
   // Small integers and halves: every product and sum is exact, fused or not.
+  using Lanes = Lanes<TestType>;
+  constexpr int kLanes = TestType::kLanes;
   Lanes a, b, c;
-  for (int i = 0; i < kSimdLanes; ++i) {
+  for (int i = 0; i < kLanes; ++i) {
     const auto u = static_cast<std::size_t>(i);
     a[u] = static_cast<float>(static_cast<int>(rng.below(64)) - 32) * 0.5f;
     b[u] = static_cast<float>(static_cast<int>(rng.below(64)) - 32);
@@ -165,17 +177,17 @@ TEMPLATE_TEST_CASE("Simd: zero set1 load store mul add and fma are lane-wise", "
     CHECK(sum[i] == a[i] + c[i]);
     CHECK(fused[i] == a[i] * b[i] + c[i]);
   }
-  // store writes exactly 16 floats.
-  float out[kSimdLanes + 2];
+  // store writes exactly kLanes floats.
+  float out[kLanes + 2];
   std::fill(std::begin(out), std::end(out), -1.0f);
   TestType::store(out + 1, va);
   CHECK(out[0] == -1.0f);
-  CHECK(out[kSimdLanes + 1] == -1.0f);
+  CHECK(out[kLanes + 1] == -1.0f);
   CHECK(std::equal(a.begin(), a.end(), out + 1));
 }
 
 TEMPLATE_TEST_CASE("Simd: load_kv converts every storage type like kv_to_float with zero tails",
-                   "[attention]", detail::SimdPortable, detail::SimdNative) {
+                   "[attention]", INFERKIT_TEST_SIMD_POLICIES) {
   Rng rng(17);
   check_load_kv<TestType, float>(rng);
   check_load_kv<TestType, float16>(rng);
@@ -188,8 +200,8 @@ TEMPLATE_TEST_CASE("Simd: load_kv converts every storage type like kv_to_float w
 #if INFERKIT_TEST_HAS_MMAN
 namespace {
 
-/// Loads the last n (1..15) elements before an inaccessible page: a read of element n (or any
-/// further one) faults, so the test crashes instead of passing if load_kv reads past n.
+/// Loads the last n (1..kLanes-1) elements before an inaccessible page: a read of element n (or
+/// any further one) faults, so the test crashes instead of passing if load_kv reads past n.
 template <class Simd, class T>
 void check_load_kv_stops_at_n(Rng& rng) {
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -198,10 +210,10 @@ void check_load_kv_stops_at_n(Rng& rng) {
   char* base = static_cast<char*>(map);
   REQUIRE(mprotect(base + page, page, PROT_NONE) == 0);
   T* end = reinterpret_cast<T*>(base + page);
-  for (std::size_t i = 1; i <= kSimdLanes; ++i) *(end - i) = element_from_bits<T>(rng.next_u32());
-  for (int n = 1; n < kSimdLanes; ++n) {
+  for (int i = 1; i <= Simd::kLanes; ++i) *(end - i) = element_from_bits<T>(rng.next_u32());
+  for (int n = 1; n < Simd::kLanes; ++n) {
     const T* p = end - n;
-    check_converted(p, n, lanes_of<Simd>(Simd::load_kv(p, n)));
+    check_converted<Simd>(p, n, lanes_of<Simd>(Simd::load_kv(p, n)));
   }
   munmap(map, 2 * page);
 }
@@ -209,7 +221,7 @@ void check_load_kv_stops_at_n(Rng& rng) {
 }  // namespace
 
 TEMPLATE_TEST_CASE("Simd: load_kv reads no element at or past n", "[attention]",
-                   detail::SimdPortable, detail::SimdNative) {
+                   INFERKIT_TEST_SIMD_POLICIES) {
   Rng rng(19);
   check_load_kv_stops_at_n<TestType, float>(rng);
   check_load_kv_stops_at_n<TestType, float16>(rng);
@@ -220,41 +232,18 @@ TEMPLATE_TEST_CASE("Simd: load_kv reads no element at or past n", "[attention]",
 }
 #endif
 
-#if INFERKIT_HAS_AVX512
-namespace {
-
-template <class T>
-void check_load_kv_full(Rng& rng) {
-  const std::vector<T> all = all_patterns<T>(rng);
-  for (std::size_t i = 0; i < all.size(); i += kSimdLanes) {
-    check_converted(all.data() + i, kSimdLanes,
-                    lanes_of<detail::SimdAvx512>(detail::SimdAvx512::load_kv_full(all.data() + i)));
-  }
-}
-
-}  // namespace
-
-TEST_CASE("SimdAvx512: load_kv_full converts every storage type like kv_to_float", "[attention]") {
-  Rng rng(23);
-  check_load_kv_full<float>(rng);
-  check_load_kv_full<float16>(rng);
-  check_load_kv_full<bfloat16>(rng);
-  check_load_kv_full<float8_e4m3>(rng);
-  check_load_kv_full<float8_e5m2>(rng);
-  check_load_kv_full<std::int8_t>(rng);
-}
-#endif
-
-TEMPLATE_TEST_CASE("Simd: reduce16 puts the sum of acc[j] in lane j", "[attention]",
-                   detail::SimdPortable, detail::SimdNative) {
+TEMPLATE_TEST_CASE("Simd: reduce_lanes puts the sum of acc[j] in lane j", "[attention]",
+                   INFERKIT_TEST_SIMD_POLICIES) {
+  using Lanes = Lanes<TestType>;
+  constexpr int kLanes = TestType::kLanes;
   Rng rng(29);
   for (int trial = 0; trial < 200; ++trial) {
     // Odd trials: integers, whose sums are exact in any order, so a lane mix-up cannot hide in
     // the tolerance. Even trials: floats of mixed magnitude.
     const bool exact = trial % 2 == 1;
-    Lanes in[kSimdLanes];
-    typename TestType::V acc[kSimdLanes];
-    for (int j = 0; j < kSimdLanes; ++j) {
+    Lanes in[kLanes];
+    typename TestType::V acc[kLanes];
+    for (int j = 0; j < kLanes; ++j) {
       for (float& x : in[j]) {
         x = exact ? static_cast<float>(static_cast<int>(rng.below(20001)) - 10000)
                   : (2.0f * rng.uniform() - 1.0f) *
@@ -262,8 +251,8 @@ TEMPLATE_TEST_CASE("Simd: reduce16 puts the sum of acc[j] in lane j", "[attentio
       }
       acc[j] = TestType::load(in[j].data());
     }
-    const Lanes got = lanes_of<TestType>(TestType::reduce16(acc));
-    for (int j = 0; j < kSimdLanes; ++j) {
+    const Lanes got = lanes_of<TestType>(TestType::reduce_lanes(acc));
+    for (int j = 0; j < kLanes; ++j) {
       const Lanes& row = in[j];
       INFO("trial " << trial << " lane " << j);
       if (exact) {
@@ -275,20 +264,22 @@ TEMPLATE_TEST_CASE("Simd: reduce16 puts the sum of acc[j] in lane j", "[attentio
   }
 }
 
-TEMPLATE_TEST_CASE("Simd: reduce_max and reduce_add over all 16 lanes", "[attention]",
-                   detail::SimdPortable, detail::SimdNative) {
+TEMPLATE_TEST_CASE("Simd: reduce_max and reduce_add over all lanes", "[attention]",
+                   INFERKIT_TEST_SIMD_POLICIES) {
+  using Lanes = Lanes<TestType>;
+  constexpr int kLanes = TestType::kLanes;
   Rng rng(31);
   for (int trial = 0; trial < 300; ++trial) {
     Lanes a;
     for (float& x : a) x = (2.0f * rng.uniform() - 1.0f) * 100.0f;
     // Masked-out scores are -inf in the kernel: some lanes, or all but one.
     const std::uint32_t drop = trial % 3 == 0 ? rng.next_u32() : 0u;
-    for (int i = 0; i < kSimdLanes; ++i) {
+    for (int i = 0; i < kLanes; ++i) {
       if (((drop >> i) & 1u) != 0) a[static_cast<std::size_t>(i)] = -kInf;
     }
     if (trial % 10 == 0) {  // the maximum in one chosen lane, every lane over the trials
       std::fill(a.begin(), a.end(), -kInf);
-      a[static_cast<std::size_t>(trial / 10 % kSimdLanes)] = -3.5f;
+      a[static_cast<std::size_t>(trial / 10 % kLanes)] = -3.5f;
     }
     const auto v = TestType::load(a.data());
     INFO("trial " << trial);
@@ -300,24 +291,28 @@ TEMPLATE_TEST_CASE("Simd: reduce_max and reduce_add over all 16 lanes", "[attent
   }
   Lanes ints;
   for (std::size_t i = 0; i < ints.size(); ++i) ints[i] = static_cast<float>(1 << i);
-  CHECK(TestType::reduce_add(TestType::load(ints.data())) == 65535.0f);  // each lane once
+  // each lane once
+  CHECK(TestType::reduce_add(TestType::load(ints.data())) == static_cast<float>((1 << kLanes) - 1));
   CHECK(TestType::reduce_max(TestType::set1(-kInf)) == -kInf);
   CHECK(TestType::reduce_add(TestType::zero()) == 0.0f);
 }
 
 TEMPLATE_TEST_CASE("Simd: keep_or keeps the lanes of set bits and fills the others", "[attention]",
-                   detail::SimdPortable, detail::SimdNative) {
+                   INFERKIT_TEST_SIMD_POLICIES) {
+  using Lanes = Lanes<TestType>;
+  constexpr int kLanes = TestType::kLanes;
+  constexpr std::uint32_t kAll = (1u << kLanes) - 1u;
   Rng rng(37);
   for (int trial = 0; trial < 300; ++trial) {
     Lanes a;
     for (float& x : a) x = std::bit_cast<float>(rng.next_u32());  // NaNs and infs kept as bits
-    std::uint32_t keep = rng.next_u32();                          // bits 16..31 must not matter
+    // The kernels pass a lane's bits only; bits past kLanes are cleared here, as they clear them.
+    std::uint32_t keep = rng.next_u32() & kAll;
     if (trial == 0) keep = 0u;
-    if (trial == 1) keep = 0xFFFFu;
-    if (trial == 2) keep = 0xFFFF0000u;
+    if (trial == 1) keep = kAll;
     const float fill = trial % 3 == 0 ? -kInf : (trial % 3 == 1 ? 0.0f : -2.5f);
     const Lanes got = lanes_of<TestType>(TestType::keep_or(TestType::load(a.data()), keep, fill));
-    for (int i = 0; i < kSimdLanes; ++i) {
+    for (int i = 0; i < kLanes; ++i) {
       const auto u = static_cast<std::size_t>(i);
       const float want = ((keep >> i) & 1u) != 0 ? a[u] : fill;
       INFO("trial " << trial << " keep " << keep << " lane " << i);
@@ -329,13 +324,13 @@ TEMPLATE_TEST_CASE("Simd: keep_or keeps the lanes of set bits and fills the othe
 namespace {
 
 /// Checks exp(a - m) lanes against double precision. The difference a - m is formed in fp32 (as
-/// both policies form it) and the reference is std::exp of that float in double, so only the exp
+/// every policy forms it) and the reference is std::exp of that float in double, so only the exp
 /// is measured. Relative error <= 1e-6 where the result is a normal float; below FLT_MIN
 /// (arguments under about -87.3) the result is subnormal and holds only a few significant bits,
 /// so the bound adds one subnormal ulp (denorm_min) of absolute error. Non-kept lanes are +0.
 template <class Simd>
-void check_exp_lanes(const Lanes& a, float m, std::uint32_t keep, const Lanes& got) {
-  for (int i = 0; i < kSimdLanes; ++i) {
+void check_exp_lanes(const Lanes<Simd>& a, float m, std::uint32_t keep, const Lanes<Simd>& got) {
+  for (int i = 0; i < Simd::kLanes; ++i) {
     const auto u = static_cast<std::size_t>(i);
     INFO("a " << a[u] << " m " << m << " a - m " << a[u] - m << " got " << got[u]);
     if (((keep >> i) & 1u) == 0) {
@@ -355,7 +350,10 @@ void check_exp_lanes(const Lanes& a, float m, std::uint32_t keep, const Lanes& g
 }  // namespace
 
 TEMPLATE_TEST_CASE("Simd: exp_shifted matches exp(a - m) in double and zeroes lanes not kept",
-                   "[attention]", detail::SimdPortable, detail::SimdNative) {
+                   "[attention]", INFERKIT_TEST_SIMD_POLICIES) {
+  using Lanes = Lanes<TestType>;
+  constexpr int kLanes = TestType::kLanes;
+  constexpr std::uint32_t kAll = (1u << kLanes) - 1u;
   Rng rng(41);
   // Named arguments a - m (m = 0): 0, just below 0, +-ln2/2 rounding edges, the normal/subnormal
   // edge (-87.33), -87, -100 (subnormal), the last nonzero float (-103.97), -120, beyond, -inf.
@@ -367,21 +365,20 @@ TEMPLATE_TEST_CASE("Simd: exp_shifted matches exp(a - m) in double and zeroes la
   for (int i = 0; i <= 2000; ++i) args.push_back(-static_cast<float>(i) * 0.0625f);  // to -125
   for (int i = 0; i < 4000; ++i) args.push_back(-130.0f * rng.uniform());
   for (int i = 0; i < 1000; ++i) args.push_back(-rng.uniform());
-  while (args.size() % kSimdLanes != 0) args.push_back(-kInf);
+  while (args.size() % kLanes != 0) args.push_back(-kInf);
 
   const float shifts[] = {0.0f, 3.25f, -17.5f, 1000.0f};
   for (const float m : shifts) {
-    for (std::size_t i = 0; i < args.size(); i += kSimdLanes) {
+    for (std::size_t i = 0; i < args.size(); i += kLanes) {
       // a = arg + m, so a - m is arg up to the rounding of the sum (the reference uses a - m).
       Lanes a;
       for (std::size_t l = 0; l < a.size(); ++l) a[l] = args[i + l] + m;
       const auto va = TestType::load(a.data());
-      check_exp_lanes<TestType>(a, m, 0xFFFFu,
-                                lanes_of<TestType>(TestType::exp_shifted(va, m, 0xFFFFu)));
+      check_exp_lanes<TestType>(a, m, kAll, lanes_of<TestType>(TestType::exp_shifted(va, m, kAll)));
       // A random keep mask; lanes not kept may hold anything (NaN, +inf) and still give +0.
-      const std::uint32_t keep = rng.next_u32() & 0xFFFFu;
+      const std::uint32_t keep = rng.next_u32() & kAll;
       Lanes junk = a;
-      for (int l = 0; l < kSimdLanes; ++l) {
+      for (int l = 0; l < kLanes; ++l) {
         if (((keep >> l) & 1u) == 0) junk[static_cast<std::size_t>(l)] = l % 2 == 0 ? kNaN : kInf;
       }
       check_exp_lanes<TestType>(
@@ -391,21 +388,22 @@ TEMPLATE_TEST_CASE("Simd: exp_shifted matches exp(a - m) in double and zeroes la
   }
 }
 
-#if INFERKIT_HAS_AVX512
-TEST_CASE("SimdAvx512: exp_nonpositive matches exp in double for 0 down to -inf", "[attention]") {
-  using Simd = detail::SimdAvx512;
+TEMPLATE_TEST_CASE("Simd: exp_nonpositive matches exp in double for 0 down to -inf", "[attention]",
+                   INFERKIT_TEST_SIMD_POLICIES) {
+  using Lanes = Lanes<TestType>;
+  constexpr int kLanes = TestType::kLanes;
   Rng rng(43);
   std::vector<float> args = {0.0f, -0.0f, -87.0f, -100.0f, -120.0f, -120.5f, -1e4f, -kInf};
   for (int i = 0; i < 16000; ++i) args.push_back(-130.0f * rng.uniform());
   for (int i = 0; i < 4000; ++i)
     args.push_back(-std::ldexp(rng.uniform(), -static_cast<int>(rng.below(30))));
-  while (args.size() % kSimdLanes != 0) args.push_back(-1.0f);
-  for (std::size_t i = 0; i < args.size(); i += kSimdLanes) {
+  while (args.size() % kLanes != 0) args.push_back(-1.0f);
+  for (std::size_t i = 0; i < args.size(); i += kLanes) {
     Lanes a;
-    std::copy_n(args.begin() + static_cast<std::ptrdiff_t>(i), kSimdLanes, a.begin());
+    std::copy_n(args.begin() + static_cast<std::ptrdiff_t>(i), kLanes, a.begin());
     // exp_nonpositive(x) is exp_shifted(x, 0, all lanes) before the mask.
-    check_exp_lanes<Simd>(a, 0.0f, 0xFFFFu,
-                          lanes_of<Simd>(Simd::exp_nonpositive(Simd::load(a.data()))));
+    check_exp_lanes<TestType>(
+        a, 0.0f, (1u << kLanes) - 1u,
+        lanes_of<TestType>(TestType::exp_nonpositive(TestType::load(a.data()))));
   }
 }
-#endif

@@ -80,7 +80,7 @@ void check_walks_exactly_the_tile(std::int32_t block_size, std::int32_t head_dim
     const auto head = static_cast<std::int32_t>(rng.next_u32() % heads);
     const auto src = pool.source(head);
     const std::int64_t begin = rng.next_u32() % (seq_len + 4);  // past the end sometimes
-    const std::int64_t end = std::min<std::int64_t>(seq_len, begin + detail::kSimdLanes);
+    const std::int64_t end = std::min<std::int64_t>(seq_len, begin + detail::kTileTokens);
 
     SpreadPrefetcher<const KV> pf;
     pf.start(src, begin, seq_len, std::int64_t{sizeof(KV)} * head_dim);

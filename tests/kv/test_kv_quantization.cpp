@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests for kv/kv_quantization.hpp: int8 and int4 error bounds (|error| <= scale / 2 per
 // element), nibble packing order, fp8 power-of-two block scales and their error within the
-// format's relative rounding, exact rescaling, the storage traits, and the bulk conversions
-// (F16C fp16, branch-light e4m3) against the scalar storage types bit for bit.
+// format's relative rounding, exact rescaling, the storage traits, and the row kernels of every
+// instruction-set path (kv/detail/kv_row_kernels.hpp) against the scalar storage types and the
+// scalar quantization formulas, bit for bit.
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <inferkit/core/cpu_isa.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/kv/detail/element_convert.hpp>
+#include <inferkit/kv/detail/kv_row_kernels.hpp>
 #include <inferkit/kv/kv_quantization.hpp>
+#include <string>
 #include <vector>
 
 using namespace inferkit;
@@ -143,31 +147,138 @@ TEMPLATE_TEST_CASE("quantize_fp8: error within the format's relative rounding",
   }
 }
 
-TEST_CASE("e4m3_bits_rne: gives the same bits as float8_e4m3 for every sampled float",
-          "[kv][kv_quantization]") {
-#if defined(INFERKIT_TEST_SANITIZED)
-  const std::uint64_t kStride = 4099;  // ~1M samples
-#else
-  const std::uint64_t kStride = 409;  // ~10M samples over all 2^32 bit patterns
-#endif
-  std::uint64_t mismatches = 0;
-  for (std::uint64_t u = 0; u <= 0xFFFFFFFFull; u += kStride) {
-    const float x = std::bit_cast<float>(static_cast<std::uint32_t>(u));
-    mismatches += detail::e4m3_bits_rne(x) != float8_e4m3(x).bits ? 1 : 0;
+namespace {
+
+/// Every path of this build that the CPU runs.
+std::vector<const detail::KvRowKernels*> runnable_paths() {
+  std::vector<const detail::KvRowKernels*> paths;
+  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512, CpuIsa::kNeon}) {
+    if (cpu_isa_supported(isa)) paths.push_back(&detail::kv_row_kernels(isa));
   }
-  CHECK(mismatches == 0);
-  // Every e4m3 value, every midpoint between neighbours (ties), and the edges.
-  for (std::uint32_t b = 0; b < 256; ++b) {
-    const float v = static_cast<float>(float8_e4m3::from_bits(static_cast<std::uint8_t>(b)));
-    const float next =
-        static_cast<float>(float8_e4m3::from_bits(static_cast<std::uint8_t>((b + 1) & 0xFF)));
-    for (float x : {v, 0.5f * (v + next), std::nextafter(v, 0.0f), std::nextafter(v, 1e9f)}) {
-      CHECK(detail::e4m3_bits_rne(x) == float8_e4m3(x).bits);
+  return paths;
+}
+
+/// Floats to convert: sampled bit patterns (every sign, exponent, NaN and Inf), the values of
+/// `T` and the midpoints between neighbours (ties), and the edges of the fp16 / fp8 ranges.
+template <class T>
+std::vector<float> conversion_inputs() {
+#if defined(INFERKIT_TEST_SANITIZED)
+  const std::uint64_t kStride = 40961;  // ~100k samples
+#else
+  const std::uint64_t kStride = 4099;  // ~1M samples over all 2^32 bit patterns
+#endif
+  std::vector<float> x;
+  for (std::uint64_t u = 0; u <= 0xFFFFFFFFull; u += kStride) {
+    x.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(u)));
+  }
+  if constexpr (sizeof(T) == 1) {
+    for (std::uint32_t b = 0; b < 256; ++b) {
+      const float v = static_cast<float>(T::from_bits(static_cast<std::uint8_t>(b)));
+      const float next =
+          static_cast<float>(T::from_bits(static_cast<std::uint8_t>((b + 1) & 0xFF)));
+      for (float y : {v, 0.5f * (v + next), std::nextafter(v, 0.0f), std::nextafter(v, 1e9f)}) {
+        x.push_back(y);
+      }
     }
   }
-  for (float x : {448.0f, 464.0f, 1e30f, -1e30f, INFINITY, -INFINITY, 0x1p-6f, 0x1p-10f, -0.0f,
-                  0x1p-126f, 0x1p-149f}) {
-    CHECK(detail::e4m3_bits_rne(x) == float8_e4m3(x).bits);
+  for (float y : {448.0f, 464.0f, 57344.0f, 61440.0f, 65504.0f, 65520.0f, 0x1p-25f, 0x1p-24f,
+                  0x1p-6f, 0x1p-10f, 0x1p-17f, 1e30f, -1e30f, INFINITY, -INFINITY, -0.0f, 0x1p-126f,
+                  0x1p-149f, 1e-40f}) {
+    x.push_back(y);
+  }
+  while (x.size() % 64 != 3) x.push_back(1.0f);  // a tail the vector loops leave to scalar code
+  return x;
+}
+
+template <class T>
+void check_conversion_on_every_path(float inv) {
+  const std::vector<float> x = conversion_inputs<T>();
+  for (const detail::KvRowKernels* k : runnable_paths()) {
+    std::vector<T> bulk(x.size());
+    detail::convert_from_float(*k, x.data(), inv, bulk.data(), x.size());
+    std::size_t mismatches = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const T scalar(x[i] * inv);
+      if (std::memcmp(&bulk[i], &scalar, sizeof(T)) != 0) {
+        if (mismatches++ < 5) {
+          INFO("path " << std::string(to_string(k->isa)) << " x " << x[i]);
+          CHECK(std::memcmp(&bulk[i], &scalar, sizeof(T)) == 0);
+        }
+      }
+    }
+    INFO("path " << std::string(to_string(k->isa)));
+    CHECK(mismatches == 0);
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("kv_row_kernels: every path converts floats like the scalar storage type",
+                   "[kv][kv_quantization]", float16, bfloat16, float8_e4m3, float8_e5m2) {
+  check_conversion_on_every_path<TestType>(1.0f);
+  if constexpr (sizeof(TestType) == 1) check_conversion_on_every_path<TestType>(0.0625f);
+}
+
+TEST_CASE("kv_row_kernels: every path quantizes int8 and int4 with the scalar formulas",
+          "[kv][kv_quantization]") {
+  Rng rng(77);
+  for (const detail::KvRowKernels* k : runnable_paths()) {
+    INFO("path " << std::string(to_string(k->isa)));
+    for (const std::size_t n : {std::size_t{2}, std::size_t{6}, std::size_t{64}, std::size_t{128},
+                                std::size_t{130}, std::size_t{254}}) {
+      for (int trial = 0; trial < 20; ++trial) {
+        std::vector<float> x =
+            random_vector(rng, n, std::ldexp(1.0f, static_cast<int>(rng.below(20)) - 10));
+        if (trial == 0) std::fill(x.begin(), x.end(), 0.0f);
+        if (trial == 1) std::fill(x.begin(), x.end(), 0.75f);  // int4: constant vector
+        // int8: amax / 127, codes rint(clamp(x * 127 / amax, -127, 127)).
+        float amax = 0.0f;
+        for (float v : x) amax = std::max(amax, std::fabs(v));
+        CHECK(k->abs_max(x.data(), n) == amax);
+        std::vector<std::int8_t> q(n);
+        const float scale = k->quantize_int8(x.data(), q.data(), n);
+        CHECK(scale == (amax == 0.0f ? 0.0f : amax / 127.0f));
+        for (std::size_t i = 0; i < n; ++i) {
+          const float r = amax == 0.0f ? 0.0f : std::clamp(x[i] * (127.0f / amax), -127.0f, 127.0f);
+          REQUIRE(q[i] == static_cast<std::int8_t>(static_cast<int>(std::rint(r))));
+        }
+        // int4: [min, max] in 15 steps, codes rint(clamp((x - min) / scale, 0, 15)).
+        const float lo = *std::min_element(x.begin(), x.end());
+        const float hi = *std::max_element(x.begin(), x.end());
+        const float s4 = hi == lo ? 1.0f : (hi - lo) / 15.0f;
+        std::vector<std::uint8_t> packed(n / 2);
+        float got_scale = 0.0f, got_zero = 0.0f;
+        k->quantize_int4(x.data(), packed.data(), n, &got_scale, &got_zero);
+        CHECK(got_scale == s4);
+        CHECK(got_zero == (hi == lo ? -lo : -lo / s4));
+        for (std::size_t i = 0; i < n; ++i) {
+          const auto want = static_cast<std::uint8_t>(
+              static_cast<int>(std::rint(std::clamp((x[i] - lo) * (1.0f / s4), 0.0f, 15.0f))));
+          const std::uint8_t got =
+              i % 2 == 0 ? low_nibble(packed[i / 2]) : high_nibble(packed[i / 2]);
+          REQUIRE(got == want);
+        }
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("kv_row_kernels: every path rescales fp8 codes like the scalar type",
+                   "[kv][kv_quantization]", float8_e4m3, float8_e5m2) {
+  std::vector<TestType> all(256 + 5);
+  for (std::size_t b = 0; b < all.size(); ++b) {
+    all[b] = TestType::from_bits(static_cast<std::uint8_t>(b % 256));
+  }
+  for (const detail::KvRowKernels* k : runnable_paths()) {
+    for (const float ratio : {0.5f, 0.0625f, 0x1p-12f}) {
+      INFO("path " << std::string(to_string(k->isa)) << " ratio " << ratio);
+      std::vector<TestType> q = all;
+      detail::rescale_fp8_codes(*k, q.data(), q.size(), 1.0f, 1.0f / ratio);
+      for (std::size_t i = 0; i < q.size(); ++i) {
+        const TestType want(static_cast<float>(all[i]) * ratio);
+        REQUIRE(q[i].bits == want.bits);
+      }
+    }
   }
 }
 

@@ -72,22 +72,32 @@
 #  define INFERKIT_HAS_OPENMP 0
 #endif
 
-// INFERKIT_ARCH_X86: 1 on x86 targets.
-#if defined(__x86_64__) || defined(__i386__)
+// INFERKIT_ARCH_X86 / INFERKIT_ARCH_AARCH64: the target architecture (x86: x86-64 only, whose
+// baseline includes SSE2; 32-bit x86 builds take the generic path).
+#if defined(__x86_64__)
 #  define INFERKIT_ARCH_X86 1
 #else
 #  define INFERKIT_ARCH_X86 0
 #endif
+#if defined(__aarch64__)
+#  define INFERKIT_ARCH_AARCH64 1
+#else
+#  define INFERKIT_ARCH_AARCH64 0
+#endif
 
-// INFERKIT_CPU_DISPATCH: 1 where CPU kernels are compiled for several x86 ISAs in every TU
-// (function-level target regions: `#pragma GCC target` for g++, `#pragma clang attribute` for
-// clang, which is the compiler whenever this is 1 and INFERKIT_COMPILER_GCC is 0) and one is
-// chosen at run time by CPUID: x86 with g++ or clang, outside nvcc. Elsewhere only the portable
-// path exists.
+// INFERKIT_CPU_DISPATCH: 1 where the CPU kernels are compiled for several x86 ISAs in every TU
+// (function-level target regions, below) and one is chosen at run time (core/cpu_isa.hpp):
+// x86 with g++ or clang, outside nvcc. Elsewhere each TU has one path: NEON on aarch64
+// (INFERKIT_HAS_NEON), the portable baseline otherwise.
 #if INFERKIT_ARCH_X86 && (defined(__GNUC__) || defined(__clang__)) && !INFERKIT_CUDA_COMPILER
 #  define INFERKIT_CPU_DISPATCH 1
 #else
 #  define INFERKIT_CPU_DISPATCH 0
+#endif
+#if INFERKIT_ARCH_AARCH64 && !INFERKIT_CUDA_COMPILER
+#  define INFERKIT_HAS_NEON 1
+#else
+#  define INFERKIT_HAS_NEON 0
 #endif
 
 // INFERKIT_HAS_VECTOR_EXT: 1 where GCC/clang generic vectors (`__attribute__((vector_size))`)
@@ -98,7 +108,9 @@
 #  define INFERKIT_HAS_VECTOR_EXT 0
 #endif
 
-// INFERKIT_HAS_AVX512: 1 when AVX-512 F/BW/VL are enabled for this TU (for CPU kernels).
+// INFERKIT_HAS_AVX512 / INFERKIT_HAS_AVX2: 1 when the TU itself is compiled with those ISAs
+// (-march=native, -mavx2 -mfma -mf16c): code outside the target regions may then use them
+// directly (tests of the SIMD policies do). The kernels do not depend on these.
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #  define INFERKIT_HAS_AVX512 1
 #else
@@ -109,6 +121,81 @@
 #else
 #  define INFERKIT_HAS_AVX2 0
 #endif
+
+// Function-level target regions (STYLE.md's checked fact): functions and function templates
+// *defined* between INFERKIT_TARGET_AVX512_BEGIN (or _AVX2_BEGIN) and INFERKIT_TARGET_END are
+// compiled for that ISA wherever they are instantiated, whatever the TU's -m flags; they must only
+// run after core/cpu_isa.hpp says the CPU has it. No OpenMP pragma may sit inside a region
+// (clang does not give OpenMP's outlined functions the region's target), and g++'s false
+// uninitialized warnings from the AVX-512 intrinsics are silenced inside.
+// A _Pragma takes exactly one string literal: clang-format must not split these lines.
+// clang-format off
+#if INFERKIT_CPU_DISPATCH && INFERKIT_COMPILER_GCC
+#  define INFERKIT_TARGET_AVX512_BEGIN _Pragma("GCC push_options") \
+    _Pragma("GCC target(\"avx512f,avx512bw,avx512vl,avx2,fma,f16c,bmi,bmi2\")") \
+    INFERKIT_SIMD_WARNINGS_BEGIN
+#  define INFERKIT_TARGET_AVX2_BEGIN _Pragma("GCC push_options") \
+    _Pragma("GCC target(\"avx2,fma,f16c,bmi,bmi2\")") INFERKIT_SIMD_WARNINGS_BEGIN
+#  define INFERKIT_TARGET_END INFERKIT_SIMD_WARNINGS_END _Pragma("GCC pop_options")
+#elif INFERKIT_CPU_DISPATCH
+#  define INFERKIT_TARGET_AVX512_BEGIN _Pragma("clang attribute push(__attribute__((target(\"avx512f,avx512bw,avx512vl,avx2,fma,f16c,bmi,bmi2\"))), apply_to = function)")
+#  define INFERKIT_TARGET_AVX2_BEGIN _Pragma("clang attribute push(__attribute__((target(\"avx2,fma,f16c,bmi,bmi2\"))), apply_to = function)")
+#  define INFERKIT_TARGET_END _Pragma("clang attribute pop")
+#endif
+// clang-format on
+
+// INFERKIT_ISA_ABI: the name of an inline namespace that holds every CPU kernel (and the public
+// functions that run them), spelled from the ISA extensions this TU is compiled with, like
+// default_backend's cuda_on / cuda_off. Two TUs built with different -m flags then define
+// distinct entities, so the linker can never keep one TU's copy (say, with AVX-512 instructions
+// in its "baseline" path) for the other. INFERKIT_ISA_ABI_TAG puts the same name into the
+// mangled name of a class member that runs kernels (members cannot move into a namespace).
+// Each digit is 1 when its macro is defined as 1 (as g++ and clang define them).
+#define INFERKIT_PP_CAT_(a, b) a##b
+#define INFERKIT_PP_CAT(a, b) INFERKIT_PP_CAT_(a, b)
+#define INFERKIT_PP_STR_(x) #x
+#define INFERKIT_PP_STR(x) INFERKIT_PP_STR_(x)
+#define INFERKIT_PP_SECOND_(a, b, ...) b
+#define INFERKIT_PP_SECOND(...) INFERKIT_PP_SECOND_(__VA_ARGS__)
+#define INFERKIT_PP_IS_ONE_1 ,
+#define INFERKIT_PP_BIT(x) INFERKIT_PP_SECOND(INFERKIT_PP_CAT(INFERKIT_PP_IS_ONE_, x) 1, 0, ~)
+#define INFERKIT_PP_JOIN6_(a, b, c, d, e, f) a##b##c##d##e##f
+#define INFERKIT_PP_JOIN6(a, b, c, d, e, f) INFERKIT_PP_JOIN6_(a, b, c, d, e, f)
+#if INFERKIT_CUDA_COMPILER
+#  define INFERKIT_PP_NVCC_BIT 1
+#else
+#  define INFERKIT_PP_NVCC_BIT 0
+#endif
+#if INFERKIT_ARCH_X86
+#  define INFERKIT_ISA_ABI                                                                   \
+    INFERKIT_PP_JOIN6(                                                                       \
+        isa_x86_, INFERKIT_PP_NVCC_BIT,                                                      \
+        INFERKIT_PP_JOIN6(INFERKIT_PP_BIT(__SSE3__), INFERKIT_PP_BIT(__SSSE3__),             \
+                          INFERKIT_PP_BIT(__SSE4_1__), INFERKIT_PP_BIT(__SSE4_2__),          \
+                          INFERKIT_PP_BIT(__POPCNT__), INFERKIT_PP_BIT(__AVX__)),            \
+        INFERKIT_PP_JOIN6(INFERKIT_PP_BIT(__AVX2__), INFERKIT_PP_BIT(__FMA__),               \
+                          INFERKIT_PP_BIT(__F16C__), INFERKIT_PP_BIT(__BMI__),               \
+                          INFERKIT_PP_BIT(__BMI2__), INFERKIT_PP_BIT(__LZCNT__)),            \
+        INFERKIT_PP_JOIN6(INFERKIT_PP_BIT(__AVX512F__), INFERKIT_PP_BIT(__AVX512BW__),       \
+                          INFERKIT_PP_BIT(__AVX512VL__), INFERKIT_PP_BIT(__AVX512DQ__),      \
+                          INFERKIT_PP_BIT(__AVX512CD__), INFERKIT_PP_BIT(__AVX512FP16__)),   \
+        INFERKIT_PP_JOIN6(INFERKIT_PP_BIT(__AVX512BF16__), INFERKIT_PP_BIT(__AVX512VNNI__),  \
+                          INFERKIT_PP_BIT(__AVX512VBMI__), INFERKIT_PP_BIT(__AVX512VBMI2__), \
+                          INFERKIT_PP_BIT(__AVXVNNI__), INFERKIT_PP_BIT(__GFNI__)))
+#elif INFERKIT_ARCH_AARCH64
+#  define INFERKIT_ISA_ABI                                                                     \
+    INFERKIT_PP_JOIN6(isa_arm64_, INFERKIT_PP_NVCC_BIT,                                        \
+                      INFERKIT_PP_JOIN6(INFERKIT_PP_BIT(__ARM_FEATURE_FP16_VECTOR_ARITHMETIC), \
+                                        INFERKIT_PP_BIT(__ARM_FEATURE_DOTPROD),                \
+                                        INFERKIT_PP_BIT(__ARM_FEATURE_BF16),                   \
+                                        INFERKIT_PP_BIT(__ARM_FEATURE_MATMUL_INT8),            \
+                                        INFERKIT_PP_BIT(__ARM_FEATURE_SVE),                    \
+                                        INFERKIT_PP_BIT(__ARM_FEATURE_SVE2)),                  \
+                      , , )
+#else
+#  define INFERKIT_ISA_ABI INFERKIT_PP_CAT(isa_generic_, INFERKIT_PP_NVCC_BIT)
+#endif
+#define INFERKIT_ISA_ABI_TAG [[gnu::abi_tag(INFERKIT_PP_STR(INFERKIT_ISA_ABI))]]
 
 // INFERKIT_DEBUG_ASSERTS: internal invariants are checked unless NDEBUG (user may override).
 #ifndef INFERKIT_DEBUG_ASSERTS

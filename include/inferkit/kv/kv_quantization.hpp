@@ -14,6 +14,7 @@
 #include <inferkit/core/float8.hpp>
 #include <inferkit/core/int4.hpp>
 #include <inferkit/kv/detail/element_convert.hpp>
+#include <inferkit/kv/detail/kv_row_kernels.hpp>
 #include <span>
 #include <type_traits>
 
@@ -119,49 +120,6 @@ struct KVStorageTraits<std::uint8_t> {
 template <class T>
 concept KVStorage = KVStorageTraits<T>::kSupported;
 
-/// Largest |x| of a vector (0 for an empty one). Inputs must be finite.
-inline float abs_max(std::span<const float> x) noexcept {
-  float lanes[8] = {};  // independent lanes: the compiler turns them into one vector register
-  const std::size_t body = x.size() - x.size() % 8;
-  for (std::size_t i = 0; i < body; i += 8) {
-    for (std::size_t j = 0; j < 8; ++j) lanes[j] = std::max(lanes[j], std::fabs(x[i + j]));
-  }
-  float m = 0.0f;
-  for (float lane : lanes) m = std::max(m, lane);
-  // The tail as a subspan of at most 7: an index loop continuing from the body made g++ 12 at
-  // -O3 report -Waggressive-loop-optimizations for spans it could not bound.
-  for (float v : x.subspan(body)) m = std::max(m, std::fabs(v));
-  return m;
-}
-
-// ---- int8: symmetric, one scale per token and head ----
-
-/// Quantizes `x` to int8 with scale `abs_max(x) / 127`: `q = rint(clamp(x / scale, -127, 127))`,
-/// so `|x - q * scale| <= scale / 2` per element. Returns the scale (0 for an all-zero vector,
-/// whose codes are 0). Precondition: `q.size() == x.size()`, finite inputs. O(x.size()).
-inline float quantize_int8(std::span<const float> x, std::span<std::int8_t> q) noexcept {
-  const float amax = abs_max(x);
-  if (amax == 0.0f) {
-    std::fill(q.begin(), q.end(), std::int8_t{0});
-    return 0.0f;
-  }
-  const float scale = amax / 127.0f;
-  const float inv = 127.0f / amax;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const float r = std::clamp(x[i] * inv, -127.0f, 127.0f);
-    q[i] = static_cast<std::int8_t>(static_cast<int>(std::rint(r)));
-  }
-  return scale;
-}
-
-/// `out[i] = q[i] * scale`. Precondition: equal sizes.
-inline void dequantize_int8(std::span<const std::int8_t> q, float scale,
-                            std::span<float> out) noexcept {
-  for (std::size_t i = 0; i < q.size(); ++i) out[i] = static_cast<float>(q[i]) * scale;
-}
-
-// ---- int4: asymmetric, scale and zero point per token and head ----
-
 /// Scale and zero point of one int4-quantized vector: value = (nibble - zero) * scale.
 struct Int4Params {
   /// Value step between adjacent nibbles: `(max - min) / 15`, or 1 for a constant vector.
@@ -169,63 +127,6 @@ struct Int4Params {
   /// Zero point in nibble units: `-min / scale`, the (fractional) nibble that decodes to 0.
   float zero = 0.0f;
 };
-
-/// Quantizes `x` (even length) to unsigned nibbles over [min, max]: `scale = (max - min) / 15`,
-/// `zero = -min / scale`, nibble = `clamp(rint(x / scale + zero), 0, 15)`, packed two per byte
-/// (element 2i in the low nibble of `packed[i]`). `|x - (q - zero) * scale| <= scale / 2` up to
-/// float rounding. A constant vector gets scale 1 and zero = -x[0] (exact). Precondition:
-/// `packed.size() == x.size() / 2`, x.size() even, finite inputs. O(x.size()).
-inline Int4Params quantize_int4(std::span<const float> x, std::span<std::uint8_t> packed) noexcept {
-  float lo = x.empty() ? 0.0f : x[0];
-  float hi = lo;
-  float lo_lanes[8];  // independent lanes vectorize (as in abs_max)
-  float hi_lanes[8];
-  std::fill(lo_lanes, lo_lanes + 8, lo);
-  std::fill(hi_lanes, hi_lanes + 8, hi);
-  std::size_t i = 0;
-  for (; i + 8 <= x.size(); i += 8) {
-    for (std::size_t j = 0; j < 8; ++j) {
-      lo_lanes[j] = std::min(lo_lanes[j], x[i + j]);
-      hi_lanes[j] = std::max(hi_lanes[j], x[i + j]);
-    }
-  }
-  for (std::size_t j = 0; j < 8; ++j) {
-    lo = std::min(lo, lo_lanes[j]);
-    hi = std::max(hi, hi_lanes[j]);
-  }
-  for (float v : x.subspan(i)) {  // the tail as a subspan, as in abs_max (g++ -O3 warning)
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-  }
-  Int4Params p;
-  if (hi == lo) {
-    p.scale = 1.0f;
-    p.zero = -lo;
-  } else {
-    p.scale = (hi - lo) / 15.0f;
-    p.zero = -lo / p.scale;
-  }
-  const float inv = 1.0f / p.scale;
-  auto code = [&](float v) {
-    const float r = std::clamp((v - lo) * inv, 0.0f, 15.0f);
-    return static_cast<std::uint8_t>(static_cast<int>(std::rint(r)));
-  };
-  for (std::size_t b = 0; b < packed.size(); ++b) {
-    packed[b] = pack_nibbles(code(x[2 * b]), code(x[2 * b + 1]));
-  }
-  return p;
-}
-
-/// `out[2i] = (low_nibble(packed[i]) - zero) * scale`, `out[2i+1]` from the high nibble.
-inline void dequantize_int4(std::span<const std::uint8_t> packed, Int4Params p,
-                            std::span<float> out) noexcept {
-  for (std::size_t i = 0; i < packed.size(); ++i) {
-    out[2 * i] = (static_cast<float>(low_nibble(packed[i])) - p.zero) * p.scale;
-    out[2 * i + 1] = (static_cast<float>(high_nibble(packed[i])) - p.zero) * p.scale;
-  }
-}
-
-// ---- fp8: a power-of-two scale per block and head ----
 
 /// The smallest power of two `s` with `amax / s <= max_finite` (0 for amax == 0). Powers of two
 /// make rescaling exact: when a later token needs a larger scale, the stored codes are
@@ -240,17 +141,60 @@ INFERKIT_HOST_DEVICE inline float fp8_block_scale(float amax, float max_finite) 
   return s;
 }
 
+// The quantizers below run on the row kernels of the process's instruction-set path
+// (kv/detail/kv_row_kernels.hpp; every path gives the same bits), so they live in the ISA-named
+// inline namespace (core/config.hpp) with the other CPU kernels.
+inline namespace INFERKIT_ISA_ABI {
+
+/// Largest |x| of a vector (0 for an empty one). Inputs must be finite.
+inline float abs_max(std::span<const float> x) noexcept {
+  return detail::kv_row_kernels().abs_max(x.data(), x.size());
+}
+
+// ---- int8: symmetric, one scale per token and head ----
+
+/// Quantizes `x` to int8 with scale `abs_max(x) / 127`: `q = rint(clamp(x / scale, -127, 127))`,
+/// so `|x - q * scale| <= scale / 2` per element. Returns the scale (0 for an all-zero vector,
+/// whose codes are 0). Precondition: `q.size() == x.size()`, finite inputs. O(x.size()).
+inline float quantize_int8(std::span<const float> x, std::span<std::int8_t> q) noexcept {
+  return detail::kv_row_kernels().quantize_int8(x.data(), q.data(), x.size());
+}
+
+/// `out[i] = q[i] * scale`. Precondition: equal sizes.
+inline void dequantize_int8(std::span<const std::int8_t> q, float scale,
+                            std::span<float> out) noexcept {
+  for (std::size_t i = 0; i < q.size(); ++i) out[i] = static_cast<float>(q[i]) * scale;
+}
+
+// ---- int4: asymmetric, scale and zero point per token and head ----
+
+/// Quantizes `x` (even length) to unsigned nibbles over [min, max]: `scale = (max - min) / 15`,
+/// `zero = -min / scale`, nibble = `clamp(rint(x / scale + zero), 0, 15)`, packed two per byte
+/// (element 2i in the low nibble of `packed[i]`). `|x - (q - zero) * scale| <= scale / 2` up to
+/// float rounding. A constant vector gets scale 1 and zero = -x[0] (exact). Precondition:
+/// `packed.size() == x.size() / 2`, x.size() even, finite inputs. O(x.size()).
+inline Int4Params quantize_int4(std::span<const float> x, std::span<std::uint8_t> packed) noexcept {
+  Int4Params p;
+  detail::kv_row_kernels().quantize_int4(x.data(), packed.data(), x.size(), &p.scale, &p.zero);
+  return p;
+}
+
+/// `out[2i] = (low_nibble(packed[i]) - zero) * scale`, `out[2i+1]` from the high nibble.
+inline void dequantize_int4(std::span<const std::uint8_t> packed, Int4Params p,
+                            std::span<float> out) noexcept {
+  for (std::size_t i = 0; i < packed.size(); ++i) {
+    out[2 * i] = (static_cast<float>(low_nibble(packed[i])) - p.zero) * p.scale;
+    out[2 * i + 1] = (static_cast<float>(high_nibble(packed[i])) - p.zero) * p.scale;
+  }
+}
+
+// ---- fp8: a power-of-two scale per block and head ----
+
 /// `q[i] = F8(x[i] / scale)` (round to nearest even; scale 0 stores zeros).
 template <class F8>
 inline void quantize_fp8(std::span<const float> x, float scale, std::span<F8> q) noexcept {
   const float inv = scale == 0.0f ? 0.0f : 1.0f / scale;  // exact: scale is a power of two
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if constexpr (std::is_same_v<F8, float8_e4m3>) {
-      q[i] = float8_e4m3::from_bits(detail::e4m3_bits_rne(x[i] * inv));  // same bits, faster
-    } else {
-      q[i] = F8(x[i] * inv);
-    }
-  }
+  detail::convert_from_float(detail::kv_row_kernels(), x.data(), inv, q.data(), x.size());
 }
 
 /// `out[i] = float(q[i]) * scale`.
@@ -263,9 +207,8 @@ inline void dequantize_fp8(std::span<const F8> q, float scale, std::span<float> 
 /// new >= old, or old == 0 when the codes are all zero).
 template <class F8>
 inline void rescale_fp8(std::span<F8> q, float old_scale, float new_scale) noexcept {
-  if (old_scale == 0.0f || old_scale == new_scale) return;
-  const float ratio = old_scale / new_scale;
-  for (F8& v : q) v = F8(static_cast<float>(v) * ratio);
+  detail::rescale_fp8_codes(detail::kv_row_kernels(), q.data(), q.size(), old_scale, new_scale);
 }
 
+}  // namespace INFERKIT_ISA_ABI
 }  // namespace inferkit

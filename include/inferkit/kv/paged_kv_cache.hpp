@@ -7,10 +7,13 @@
 
 #include <cstdint>
 #include <cstring>
+#include <inferkit/core/config.hpp>
+#include <inferkit/core/cpu_isa.hpp>
 #include <inferkit/core/error.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
 #include <inferkit/kv/detail/element_convert.hpp>
+#include <inferkit/kv/detail/kv_row_kernels.hpp>
 #include <inferkit/kv/detail/span_overlap.hpp>
 #include <inferkit/kv/detail/stream_copy.hpp>
 #include <inferkit/kv/kv_quantization.hpp>
@@ -50,8 +53,10 @@ struct PagedKVCacheShape {
 ///
 /// Storage is zero-initialized. Which slots hold tokens is the block tables' business: gathers
 /// read exactly `num_tokens` positions, so new or recycled blocks never expose stale values.
-/// Appends write pages with non-temporal stores where the build has AVX2 (the data is read much
-/// later; see bench_kv) and fence before returning. Different layers may be appended from
+/// Appends convert and quantize with the row kernels of the process's instruction-set path
+/// (core/cpu_isa.hpp; the members that run them carry the ISA-named ABI tag of core/config.hpp),
+/// write pages with non-temporal stores on x86 (the data is read much later; see bench_kv) and
+/// fence before returning. Different layers may be appended from
 /// different threads; one layer takes one writer at a time.
 template <KVStorage T>
 class PagedKVCache {
@@ -81,8 +86,11 @@ class PagedKVCache {
 
  public:
   /// Allocates zeroed storage for `shape`. Throws `Error{kInvalidArgument}` for a non-positive
-  /// size or an odd head_dim with int4, `Error{kOutOfRange}` if the storage size overflows.
+  /// size or an odd head_dim with int4, `Error{kOutOfRange}` if the storage size overflows, and
+  /// what `cpu_isa()` throws for a bad INFERKIT_CPU_ISA (the appends, which cannot throw there,
+  /// then never run).
   explicit PagedKVCache(const PagedKVCacheShape& shape) : shape_(shape) {
+    (void)cpu_isa();
     check_arg(shape.num_layers >= 1, ErrorCode::kInvalidArgument, "num_layers", shape.num_layers,
               "must be >=", 1);
     check_arg(shape.num_blocks >= 1, ErrorCode::kInvalidArgument, "num_blocks", shape.num_blocks,
@@ -160,6 +168,7 @@ class PagedKVCache {
   /// were before the call (copied first, the only case that allocates). Validates everything
   /// before writing. O(num_tokens * heads * head_dim).
   /// Throws `Error{kOutOfRange}` for a bad layer or slot, `Error{kInvalidArgument}` for sizes.
+  INFERKIT_ISA_ABI_TAG
   void append(std::int32_t layer, std::span<const std::int64_t> slot_mapping,
               std::span<const float> k, std::span<const float> v) {
     check_append(layer, slot_mapping, k.size(), v.size());
@@ -176,6 +185,7 @@ class PagedKVCache {
 
   /// `append` for unquantized storage from elements already of type `T` (a straight copy per
   /// token and head, the decode-step fast path). `k` and `v` may be views of this cache too.
+  INFERKIT_ISA_ABI_TAG
   void append_elements(std::int32_t layer, std::span<const std::int64_t> slot_mapping,
                        std::span<const T> k,
                        std::span<const T> v) requires(kScheme == KVQuantization::kNone) {
@@ -195,6 +205,7 @@ class PagedKVCache {
   /// `k_out`, `v_out`: `[num_tokens][num_kv_heads][head_dim]` floats, dequantized.
   /// Throws `Error{kOutOfRange}` for a bad layer/block or `num_tokens > blocks * block_size`,
   /// `Error{kInvalidArgument}` for output sizes or an output that overlaps this cache's storage.
+  INFERKIT_ISA_ABI_TAG
   void gather(std::int32_t layer, std::span<const BlockId> blocks, std::int64_t num_tokens,
               std::span<float> k_out, std::span<float> v_out) const {
     check_layer(layer);
@@ -217,6 +228,7 @@ class PagedKVCache {
   }
 
   /// `gather` of a whole sequence.
+  INFERKIT_ISA_ABI_TAG
   void gather(std::int32_t layer, const BlockTable& table, std::span<float> k_out,
               std::span<float> v_out) const {
     gather(layer, table.blocks(), table.num_tokens(), k_out, v_out);
@@ -225,6 +237,7 @@ class PagedKVCache {
   /// Copies the first `num_slots` token slots of block `src` to block `dst` in every layer, K
   /// and V, with their quantization metadata (copy-on-write; see `BlockTable::append_tokens`).
   /// Throws `Error{kOutOfRange}` for bad ids or `num_slots` outside [0, block_size].
+  INFERKIT_ISA_ABI_TAG
   void copy_block(BlockId src, BlockId dst, std::int32_t num_slots) {
     check_copy(src, dst, num_slots);
     copy_block_unchecked(src, dst, num_slots);
@@ -232,6 +245,7 @@ class PagedKVCache {
 
   /// Runs every copy of a step (vLLM's `blocks_to_copy`), in order. All or nothing: validates
   /// the whole list before copying anything. Throws what `copy_block` throws.
+  INFERKIT_ISA_ABI_TAG
   void copy_blocks(std::span<const BlockCopy> copies) {
     for (const BlockCopy& c : copies) check_copy(c.src, c.dst, c.num_slots);
     for (const BlockCopy& c : copies) copy_block_unchecked(c.src, c.dst, c.num_slots);
@@ -247,6 +261,7 @@ class PagedKVCache {
               num_slots, "must be in [0, block_size] =", shape_.block_size);
   }
 
+  INFERKIT_ISA_ABI_TAG
   void copy_block_unchecked(BlockId src, BlockId dst, std::int32_t num_slots) {
     if (src == dst) return;
     const PagedKVView<T> geometry = empty_view<T>();
@@ -344,6 +359,7 @@ class PagedKVCache {
     }
   }
 
+  INFERKIT_ISA_ABI_TAG
   void copy_tokens(std::int32_t layer, std::span<const std::int64_t> slots, std::span<const T> src,
                    Storage& dst) {
     const PagedKVView<T> g = empty_view<T>();
@@ -364,10 +380,12 @@ class PagedKVCache {
     }
   }
 
+  INFERKIT_ISA_ABI_TAG
   void write_tokens(std::int32_t layer, std::span<const std::int64_t> slots,
                     std::span<const float> src, Storage& dst, std::vector<float>& scale,
                     std::vector<float>& zero) {
     const PagedKVView<T> g = empty_view<T>();
+    const detail::KvRowKernels& kernels = detail::kv_row_kernels();
     T* base = dst.data() + layer * layer_elements_;
     float* scales = scale.empty() ? nullptr : scale.data() + layer * layer_scales_;
     float* zeros = zero.empty() ? nullptr : zero.data() + layer * layer_scales_;
@@ -385,29 +403,31 @@ class PagedKVCache {
         T* const page = base + g.offset(block, h, slot);
         T* const out = staged ? reinterpret_cast<T*>(staging) : page;
         if constexpr (kScheme == KVQuantization::kNone) {
-          detail::convert_from_float(x.data(), out, hd);
+          detail::convert_from_float(kernels, x.data(), 1.0f, out, hd);
         } else if constexpr (kScheme == KVQuantization::kInt8TokenScale) {
-          scales[g.token_scale_index(block, h, slot)] = quantize_int8(x, std::span<T>(out, ts));
+          scales[g.token_scale_index(block, h, slot)] = kernels.quantize_int8(x.data(), out, hd);
         } else if constexpr (kPackedInt4) {
-          const Int4Params p = quantize_int4(x, std::span<T>(out, ts));
-          scales[g.token_scale_index(block, h, slot)] = p.scale;
-          zeros[g.token_scale_index(block, h, slot)] = p.zero;
+          const std::int64_t at = g.token_scale_index(block, h, slot);
+          kernels.quantize_int4(x.data(), out, hd, &scales[at], &zeros[at]);
         } else {  // fp8: one scale per (block, head), grown by powers of two
           float& s = scales[std::int64_t{block} * shape_.num_kv_heads + h];
           const float current = slot == 0 ? 0.0f : s;
-          const float need = fp8_block_scale(abs_max(x), KVStorageTraits<T>::kMaxFinite);
+          const float need =
+              fp8_block_scale(kernels.abs_max(x.data(), hd), KVStorageTraits<T>::kMaxFinite);
           const float use = need > current ? need : current;
           if (slot > 0 && use != current) {
-            rescale_fp8(std::span<T>(base + g.offset(block, h, 0), idx(slot) * ts), current, use);
+            detail::rescale_fp8_codes(kernels, base + g.offset(block, h, 0), idx(slot) * ts,
+                                      current, use);
           }
           s = use;
-          quantize_fp8(x, use, std::span<T>(out, ts));
+          detail::convert_from_float(kernels, x.data(), use == 0.0f ? 0.0f : 1.0f / use, out, ts);
         }
         if (staged) detail::stream_copy(page, out, ts * sizeof(T));
       }
     }
   }
 
+  INFERKIT_ISA_ABI_TAG
   void read_tokens(std::int32_t layer, std::span<const BlockId> blocks, std::int64_t num_tokens,
                    const Storage& src, const std::vector<float>& scale,
                    const std::vector<float>& zero, std::span<float> out) const {

@@ -18,8 +18,8 @@
 #include <string_view>
 
 namespace inferkit {
-
-namespace detail {}  // namespace detail
+// In the ISA-named inline namespace (core/config.hpp), as every CPU kernel.
+inline namespace INFERKIT_ISA_ABI {
 
 /// Merges `num_states` partial attention states per row into one (CPU backend).
 ///
@@ -85,4 +85,5 @@ inline void merge_state_pair(cpu, std::span<const float> v_a, std::span<const fl
   }
 }
 
+}  // namespace INFERKIT_ISA_ABI
 }  // namespace inferkit

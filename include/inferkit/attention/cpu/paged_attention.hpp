@@ -2,7 +2,8 @@
 // CPU backend of paged_decode and paged_prefill: cuts the batch into work items of (sequence,
 // KV head, block of query tokens, fixed-size KV chunk), runs them on OpenMP threads through the
 // tile kernel of cpu/detail/attention_tile.hpp, then merges split-KV chunks in a fixed order.
-// Host only (intrinsics under INFERKIT_HAS_AVX512, a portable path otherwise).
+// Host only. The tile kernel exists once per instruction-set path (core/cpu_isa.hpp); this driver,
+// OpenMP included, is plain C++ templated on the path, which it calls once per work item.
 #pragma once
 
 #include <algorithm>
@@ -10,18 +11,16 @@
 #include <cstdint>
 #include <inferkit/attention/attention.hpp>
 #include <inferkit/attention/cpu/detail/attention_tile.hpp>
-#include <inferkit/attention/cpu/detail/simd.hpp>
+#include <inferkit/attention/cpu/detail/simd_common.hpp>
 #include <inferkit/attention/cpu/merge_states.hpp>
 #include <inferkit/core/backend.hpp>
+#include <inferkit/core/cpu_isa.hpp>
 #include <inferkit/core/detail/dispatch_value.hpp>
 #include <memory>
 #include <type_traits>
 #include <vector>
 
-// Silences g++ 12's false uninitialized warnings from AVX-512 intrinsics (see config.hpp).
-INFERKIT_SIMD_WARNINGS_BEGIN
-
-namespace inferkit::detail {
+namespace inferkit::detail::inline INFERKIT_ISA_ABI {
 
 /// Target number of query rows (tokens x group heads) per work item in prefill.
 inline constexpr std::int32_t kPrefillRowsPerItem = 64;
@@ -83,7 +82,7 @@ void plan_work(const PagedAttentionProblem<KV>& pb, std::vector<AttentionWorkIte
   const std::int32_t q_tile = std::max<std::int32_t>(1, kPrefillRowsPerItem / group);
   const std::int64_t split =
       pb.kv_split_tokens > 0
-          ? (std::int64_t{pb.kv_split_tokens} + kSimdLanes - 1) / kSimdLanes * kSimdLanes
+          ? (std::int64_t{pb.kv_split_tokens} + kTileTokens - 1) / kTileTokens * kTileTokens
           : 0;
   partial_rows = 0;
   std::int64_t mask_offset = 0;
@@ -140,7 +139,9 @@ void plan_work(const PagedAttentionProblem<KV>& pb, std::vector<AttentionWorkIte
   }
 }
 
-template <class Simd, int kHeadDim, class KV>
+/// Runs every work item of `pb` through the tile kernel of the path `Kernels` (an IsaKernels of
+/// attention_tile.hpp) for head dim kHeadDim (0: any), then merges split-KV chunks.
+template <class Kernels, int kHeadDim, class KV>
 void run_paged_attention(const PagedAttentionProblem<KV>& pb) {
   std::vector<AttentionWorkItem> items;
   std::vector<AttentionMergeJob> merges;
@@ -148,7 +149,7 @@ void run_paged_attention(const PagedAttentionProblem<KV>& pb) {
   plan_work(pb, items, merges, partial_rows);
   const std::int32_t dim = pb.head_dim;
   const std::int32_t group = pb.num_qo_heads / pb.kv.num_kv_heads;
-  const std::int32_t padded = (dim + kSimdLanes - 1) / kSimdLanes * kSimdLanes;
+  const std::int32_t padded = padded_head_dim(dim);
   std::int32_t max_rows = 1;
   for (const AttentionWorkItem& it : items) max_rows = std::max(max_rows, it.q_tokens * group);
   // Every partial row is written by its work item before the merge reads it.
@@ -195,8 +196,8 @@ void run_paged_attention(const PagedAttentionProblem<KV>& pb) {
         rows.lse = partial_lse.get() + it.partial;
         rows.lse_token_stride = group;
       }
-      attend_rows<Simd, kHeadDim>(rows, src, it.kv_begin, it.kv_end, dim, pb.params,
-                                  pb.prefetch_tokens_ahead, scratch);
+      Kernels::template attend_rows<kHeadDim>(rows, src, it.kv_begin, it.kv_end, dim, pb.params,
+                                              pb.prefetch_tokens_ahead, scratch);
     }
 
     const auto num_merges = static_cast<std::int64_t>(merges.size());
@@ -220,14 +221,40 @@ void run_paged_attention(const PagedAttentionProblem<KV>& pb) {
   }
 }
 
-template <class Simd, class KV>
+/// paged attention of `pb` on the path `Kernels`, its head_dim dispatched to a compiled kernel.
+template <class Kernels, class KV>
 void dispatch_paged_attention(const PagedAttentionProblem<KV>& pb) {
   static_assert(is_cpu_kv_type_v<std::remove_const_t<KV>>,
                 "CPU paged attention reads float, float16, bfloat16, float8_e4m3, float8_e5m2 or "
                 "std::int8_t KV");
   dispatch_value<64, 80, 96, 128, 256>(
-      pb.head_dim, [&](auto k) { run_paged_attention<Simd, decltype(k)::value>(pb); },
-      [&] { run_paged_attention<Simd, 0>(pb); });
+      pb.head_dim, [&](auto k) { run_paged_attention<Kernels, decltype(k)::value>(pb); },
+      [&] { run_paged_attention<Kernels, 0>(pb); });
+}
+
+/// The paged attention entry of path `isa` (which this build must have; see cpu_isa()).
+template <class KV>
+auto paged_attention_kernel(CpuIsa isa) noexcept -> void (*)(const PagedAttentionProblem<KV>&) {
+  switch (isa) {
+#if INFERKIT_CPU_DISPATCH
+    case CpuIsa::kAvx512:
+      return &dispatch_paged_attention<avx512::IsaKernels, KV>;
+    case CpuIsa::kAvx2:
+      return &dispatch_paged_attention<avx2::IsaKernels, KV>;
+#endif
+#if INFERKIT_HAS_NEON
+    case CpuIsa::kNeon:
+      return &dispatch_paged_attention<neon::IsaKernels, KV>;
+#endif
+    default:
+      return &dispatch_paged_attention<baseline::IsaKernels, KV>;
+  }
+}
+
+/// paged attention of `pb` on the process's path (cpu_isa(); throws for a bad INFERKIT_CPU_ISA).
+template <class KV>
+void run_paged_attention_on_cpu(const PagedAttentionProblem<KV>& pb) {
+  paged_attention_kernel<KV>(cpu_isa())(pb);
 }
 
 template <class KV>
@@ -292,9 +319,12 @@ void run_through_fp32(const Args<KV, QO>& args, std::int64_t rows, Run&& run) {
   for (std::size_t i = 0; i < n; ++i) args.out[i] = QO(out[i]);
 }
 
-}  // namespace inferkit::detail
+}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
 
 namespace inferkit {
+// In the ISA-named inline namespace (core/config.hpp): these run kernels, so a TU built with
+// other -m flags must get its own copies.
+inline namespace INFERKIT_ISA_ABI {
 
 /// Decode attention over paged KV on the CPU (see `PagedDecodeArgs`). Each K/V page is read
 /// once per GQA group (all query heads of a KV head, and all q_per_seq tokens, share it);
@@ -307,11 +337,11 @@ template <class KV, class QO>
 void paged_decode(cpu, const PagedDecodeArgs<KV, QO>& args) {
   validate(args);
   if constexpr (std::is_same_v<QO, float>) {
-    detail::dispatch_paged_attention<detail::SimdNative>(detail::make_problem(args));
+    detail::run_paged_attention_on_cpu(detail::make_problem(args));
   } else {
     const std::int64_t rows = std::int64_t{args.pages.num_seqs} * args.q_per_seq;
     detail::run_through_fp32(args, rows, [](const PagedDecodeArgs<KV, float>& a) {
-      detail::dispatch_paged_attention<detail::SimdNative>(detail::make_problem(a));
+      detail::run_paged_attention_on_cpu(detail::make_problem(a));
     });
   }
 }
@@ -325,15 +355,14 @@ template <class KV, class QO>
 void paged_prefill(cpu, const PagedPrefillArgs<KV, QO>& args) {
   validate(args);
   if constexpr (std::is_same_v<QO, float>) {
-    detail::dispatch_paged_attention<detail::SimdNative>(detail::make_problem(args));
+    detail::run_paged_attention_on_cpu(detail::make_problem(args));
   } else {
     const std::int64_t rows = args.q_indptr[args.pages.num_seqs];
     detail::run_through_fp32(args, rows, [](const PagedPrefillArgs<KV, float>& a) {
-      detail::dispatch_paged_attention<detail::SimdNative>(detail::make_problem(a));
+      detail::run_paged_attention_on_cpu(detail::make_problem(a));
     });
   }
 }
 
+}  // namespace INFERKIT_ISA_ABI
 }  // namespace inferkit
-
-INFERKIT_SIMD_WARNINGS_END

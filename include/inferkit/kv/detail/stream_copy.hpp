@@ -11,11 +11,14 @@
 #include <inferkit/core/config.hpp>
 #include <new>
 
-#if INFERKIT_HAS_AVX2 && !INFERKIT_CUDA_COMPILER
-#  include <immintrin.h>
+#if INFERKIT_ARCH_X86 && !INFERKIT_CUDA_COMPILER
+#  include <emmintrin.h>  // SSE2: part of every x86-64 CPU, no -m flag or dispatch needed
+#  define INFERKIT_STREAM_STORES 1
+#else
+#  define INFERKIT_STREAM_STORES 0
 #endif
 
-namespace inferkit::detail {
+namespace inferkit::detail::inline INFERKIT_ISA_ABI {
 
 /// A std::allocator that aligns every allocation to `kAlign` bytes.
 template <class T, std::size_t kAlign>
@@ -39,17 +42,17 @@ struct AlignedAllocator {
   friend bool operator==(const AlignedAllocator&, const AlignedAllocator&) noexcept { return true; }
 };
 
-/// Copies `bytes` from `src` to `dst`; with non-temporal stores when AVX2 is enabled, `dst` is
-/// 32-byte aligned and `bytes` a multiple of 32, else memcpy. Call `stream_fence` before other
-/// threads read the data.
+/// Copies `bytes` from `src` to `dst`; with non-temporal stores on x86 (SSE2 movntdq) when `dst`
+/// is 16-byte aligned and `bytes` a multiple of 16, else memcpy. Call `stream_fence` before
+/// other threads read the data.
 inline void stream_copy(void* dst, const void* src, std::size_t bytes) noexcept {
-#if INFERKIT_HAS_AVX2 && !INFERKIT_CUDA_COMPILER
-  if ((reinterpret_cast<std::uintptr_t>(dst) % 32) == 0 && bytes % 32 == 0) {
+#if INFERKIT_STREAM_STORES
+  if ((reinterpret_cast<std::uintptr_t>(dst) % 16) == 0 && bytes % 16 == 0) {
     auto* d = static_cast<unsigned char*>(dst);
     const auto* s = static_cast<const unsigned char*>(src);
-    for (std::size_t i = 0; i < bytes; i += 32) {
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i),
-                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+    for (std::size_t i = 0; i < bytes; i += 16) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
     }
     return;
   }
@@ -57,11 +60,13 @@ inline void stream_copy(void* dst, const void* src, std::size_t bytes) noexcept 
   std::memcpy(dst, src, bytes);
 }
 
-/// Orders earlier `stream_copy` stores before later stores (a no-op without AVX2).
+/// Orders earlier `stream_copy` stores before later stores (a no-op without them).
 inline void stream_fence() noexcept {
-#if INFERKIT_HAS_AVX2 && !INFERKIT_CUDA_COMPILER
+#if INFERKIT_STREAM_STORES
   _mm_sfence();
 #endif
 }
 
-}  // namespace inferkit::detail
+}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+
+#undef INFERKIT_STREAM_STORES

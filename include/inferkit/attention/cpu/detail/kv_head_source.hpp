@@ -5,12 +5,12 @@
 #pragma once
 
 #include <cstdint>
-#include <inferkit/attention/cpu/detail/simd.hpp>
+#include <inferkit/attention/cpu/detail/simd_common.hpp>
 #include <inferkit/core/float8.hpp>
 #include <inferkit/kv/paged_kv_view.hpp>
 #include <type_traits>
 
-namespace inferkit::detail {
+namespace inferkit::detail::inline INFERKIT_ISA_ABI {
 
 /// How stored K/V values are scaled: not at all, one scale per (block, head) (fp8), or one per
 /// (block, head, slot) (int8).
@@ -75,10 +75,10 @@ KvHeadSource<KV> make_kv_head_source(const PagedKVView<KV>& kv, const std::int32
 /// source is scaled (scales are read only then).
 template <class KV>
 struct TileRows {
-  const KV* k[kSimdLanes];
-  const KV* v[kSimdLanes];
-  alignas(64) float k_scale[kSimdLanes];
-  alignas(64) float v_scale[kSimdLanes];
+  const KV* k[kTileTokens];
+  const KV* v[kTileTokens];
+  alignas(64) float k_scale[kTileTokens];
+  alignas(64) float v_scale[kTileTokens];
 
   void gather(const KvHeadSource<KV>& src, std::int64_t tok0, std::int32_t count) noexcept {
     std::int64_t page = tok0 / src.block_size;
@@ -107,11 +107,11 @@ struct TileRows {
         ++page;
       }
     }
-    for (std::int32_t j = count; j < kSimdLanes; ++j) {
+    for (std::int32_t j = count; j < kTileTokens; ++j) {
       k_scale[j] = 1.0f;
       v_scale[j] = 1.0f;
     }
   }
 };
 
-}  // namespace inferkit::detail
+}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI

@@ -7,16 +7,19 @@
 #include <algorithm>
 #include <cstdint>
 #include <inferkit/attention/cpu/detail/kv_head_source.hpp>
-#include <inferkit/attention/cpu/detail/simd.hpp>
+#include <inferkit/attention/cpu/detail/simd_common.hpp>
 #include <inferkit/core/config.hpp>
 
-namespace inferkit::detail {
+namespace inferkit::detail::inline INFERKIT_ISA_ABI {
 
-/// Prefetches one cache line into L1. An asm statement on x86: GCC's dead-code elimination
-/// deletes loops whose only statements are __builtin_prefetch (observed with g++ 12 -O2).
+/// Prefetches one cache line into L1. An asm statement where the instruction is known (x86
+/// prefetcht0, AArch64 prfm): GCC's dead-code elimination deletes loops whose only statements
+/// are __builtin_prefetch (observed with g++ 12 -O2).
 INFERKIT_FORCEINLINE void prefetch_line(const char* p) noexcept {
-#if INFERKIT_HAS_AVX512 || INFERKIT_HAS_AVX2
+#if INFERKIT_ARCH_X86 && !INFERKIT_CUDA_COMPILER
   __asm__ volatile("prefetcht0 %0" : : "m"(*p));
+#elif INFERKIT_ARCH_AARCH64 && !INFERKIT_CUDA_COMPILER
+  __asm__ volatile("prfm pldl1keep, %0" : : "Q"(*p));
 #else
   __builtin_prefetch(p, 0, 3);
 #endif
@@ -41,7 +44,7 @@ struct SpreadPrefetcher {
     const char* v = nullptr;
     std::int64_t lines = 0;
   };
-  Run runs[2 * kSimdLanes] = {};  ///< at most two per page span, one span per token
+  Run runs[2 * kTileTokens] = {};  ///< at most two per page span, one span per token
   std::int32_t num_runs = 0;
   std::int32_t next_run = 0;
   const char* k = nullptr;  ///< the current run's next lines
@@ -54,7 +57,7 @@ struct SpreadPrefetcher {
              std::int64_t row_bytes) noexcept {
     num_runs = next_run = 0;
     left = lines = 0;
-    end = std::min<std::int64_t>(end, begin + kSimdLanes);
+    end = std::min<std::int64_t>(end, begin + kTileTokens);
     for (std::int64_t tok = begin; tok < end;) {
       const std::int64_t page = tok / src.block_size;
       const std::int64_t slot = tok - page * src.block_size;
@@ -111,10 +114,10 @@ struct SpreadPrefetcher {
 template <class KV>
 inline void prefetch_tokens(SpreadPrefetcher<KV>& pf, const KvHeadSource<KV>& src,
                             std::int64_t begin, std::int64_t end, std::int64_t row_bytes) noexcept {
-  for (std::int64_t tok = begin; tok < end; tok += kSimdLanes) {
+  for (std::int64_t tok = begin; tok < end; tok += kTileTokens) {
     pf.start(src, tok, end, row_bytes);
     pf.issue(pf.lines);
   }
 }
 
-}  // namespace inferkit::detail
+}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI

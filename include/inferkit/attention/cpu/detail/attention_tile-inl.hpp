@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CPU attention tile kernel for one instruction set. No include guard: attention_tile.hpp
+// includes this file once per path, inside that path's target region, with INFERKIT_TILE_ISA
+// (the namespace: avx512, avx2, neon, baseline), INFERKIT_TILE_SIMD (its SIMD policy) and
+// INFERKIT_TILE_CPU_ISA (its CpuIsa enumerator) defined; it undefines them at the end.
+//
+// K/V are walked along the page table 16 tokens at a time. Decode blocks (1, 2, 4 or 8 rows)
+// convert each K/V chunk in registers once for all rows of the block (so each page is read once
+// per GQA group) in register tiles the policy sizes for its register file; the tile one ahead is
+// prefetched between the FMAs (hardware prefetchers cannot follow a page table). Other blocks
+// (prefill) convert each tile once to fp32 scratch. No OpenMP here (see core/config.hpp).
+// Included from attention_tile.hpp only, after everything below is declared.
+// NOLINTBEGIN(bugprone-macro-parentheses)
+#if !defined(INFERKIT_TILE_ISA) || !defined(INFERKIT_TILE_SIMD) || !defined(INFERKIT_TILE_CPU_ISA)
+#  error "attention_tile-inl.hpp is included by attention_tile.hpp, once per instruction set"
+#endif
+
+namespace inferkit::detail::inline INFERKIT_ISA_ABI::INFERKIT_TILE_ISA {
+
+using Simd = INFERKIT_TILE_SIMD;
+using V = Simd::V;
+/// Floats per vector, and vectors per 16-token row of scores.
+inline constexpr int kLanes = Simd::kLanes;
+inline constexpr int kScoreVectors = kTileTokens / kLanes;
+static_assert(kTileTokens % kLanes == 0 && Simd::kPrefillTokens % kLanes == 0);
+
+/// Vector chunks of kLanes dims covering `dim`.
+constexpr std::int32_t chunks_of(std::int32_t dim) noexcept { return (dim + kLanes - 1) / kLanes; }
+
+/// Converts tokens [tok0, tok0 + count) (count <= 16) of `src` to fp32 rows of `padded_dim`
+/// floats in k_tile / v_tile, applying quantization scales. Only valid tokens are read.
+template <int kHeadDim, class KV>
+inline void load_kv_tile(const KvHeadSource<KV>& src, std::int64_t tok0, std::int32_t count,
+                         std::int32_t head_dim, std::int32_t padded_dim, float* k_tile,
+                         float* v_tile) noexcept {
+  const std::int32_t dim = kHeadDim > 0 ? kHeadDim : head_dim;
+  const std::int32_t chunks = chunks_of(dim);
+  std::int64_t page = tok0 / src.block_size;
+  auto slot = static_cast<std::int32_t>(tok0 - page * src.block_size);
+  for (std::int32_t j = 0; j < count; ++j) {
+    const std::int32_t block = src.pages[page];
+    const std::int64_t off = block * src.block_stride + slot * src.token_stride;
+    const KV* k_row = src.k + off;
+    const KV* v_row = src.v + off;
+    float* k_out = k_tile + static_cast<std::ptrdiff_t>(j) * padded_dim;
+    float* v_out = v_tile + static_cast<std::ptrdiff_t>(j) * padded_dim;
+    const bool scaled = src.scale_mode != KvScaleMode::kNone;
+    const std::int64_t si = scaled ? src.scale_index(block, slot) : 0;
+    const V ks = Simd::set1(scaled && src.k_scale != nullptr ? src.k_scale[si] : 1.0f);
+    const V vs = Simd::set1(scaled && src.v_scale != nullptr ? src.v_scale[si] : 1.0f);
+    for (std::int32_t c = 0; c < chunks; ++c) {
+      const int n = std::min(kLanes, dim - c * kLanes);
+      const std::ptrdiff_t d0 = std::ptrdiff_t{c} * kLanes;
+      const V kv = Simd::load_kv(k_row + d0, n);
+      const V vv = Simd::load_kv(v_row + d0, n);
+      Simd::store(k_out + d0, scaled ? Simd::mul(kv, ks) : kv);
+      Simd::store(v_out + d0, scaled ? Simd::mul(vv, vs) : vv);
+    }
+    if (++slot == src.block_size) {
+      slot = 0;
+      ++page;
+    }
+  }
+}
+
+/// PV update for rows [r0, r0 + kRows) and chunks [c0, c0 + kChunks) from the fp32 V tile:
+/// o = o * alpha + P V.
+template <int kRows, int kChunks>
+inline void pv_block(AttentionScratch& s, std::int32_t r0, std::int32_t c0, std::int32_t count,
+                     std::int32_t padded_dim) noexcept {
+  V acc[kRows][kChunks];
+  INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+    const V a = Simd::set1(s.alpha[scratch_index(r0 + r)]);
+    INFERKIT_UNROLL for (int c = 0; c < kChunks; ++c) {
+      acc[r][c] = Simd::mul(Simd::load(&s.o[scratch_index(std::int64_t{r0 + r} * padded_dim +
+                                                          std::int64_t{c0 + c} * kLanes)]),
+                            a);
+    }
+  }
+  for (std::int32_t j = 0; j < count; ++j) {
+    V v[kChunks];
+    INFERKIT_UNROLL for (int c = 0; c < kChunks; ++c) {
+      v[c] = Simd::load(
+          &s.v_tile[scratch_index(std::int64_t{j} * padded_dim + std::int64_t{c0 + c} * kLanes)]);
+    }
+    INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+      const V p = Simd::set1(s.p[scratch_index(std::int64_t{r0 + r} * kTileTokens + j)]);
+      INFERKIT_UNROLL for (int c = 0; c < kChunks; ++c) acc[r][c] = Simd::fma(p, v[c], acc[r][c]);
+    }
+  }
+  INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL for (int c = 0; c < kChunks; ++c) {
+      Simd::store(
+          &s.o[scratch_index(std::int64_t{r0 + r} * padded_dim + std::int64_t{c0 + c} * kLanes)],
+          acc[r][c]);
+    }
+  }
+}
+
+template <int kRows>
+inline void pv_rows(AttentionScratch& s, std::int32_t r0, std::int32_t chunks, std::int32_t count,
+                    std::int32_t padded_dim) noexcept {
+  std::int32_t c = 0;
+  for (; c + 2 <= chunks; c += 2) pv_block<kRows, 2>(s, r0, c, count, padded_dim);
+  if (c < chunks) pv_block<kRows, 1>(s, r0, c, count, padded_dim);
+}
+
+/// Loads kLanes stored elements (or `n` < kLanes, zero-filled) as floats.
+template <int kHeadDim, class KV>
+INFERKIT_FORCEINLINE V load_chunk(const KV* p, std::int32_t n) noexcept {
+  if constexpr (kHeadDim > 0 && kHeadDim % kLanes == 0) {
+    (void)n;
+    return Simd::load_kv_full(p);
+  } else {
+    return Simd::load_kv(p, n);
+  }
+}
+
+/// Direct QK for kRows rows: dot products of every row with tokens [j0, j0 + kTok), reading
+/// and converting each K row once for all rows; writes the lane-partial sums to acc (laid out
+/// [kRows][16 tokens][kLanes]) for a later horizontal reduction.
+template <int kHeadDim, int kRows, int kTok, class KV>
+INFERKIT_FORCEINLINE void qk_direct(const float* q, std::int32_t padded, std::int32_t dim,
+                                    std::int32_t chunks, const TileRows<KV>& tr, std::int32_t j0,
+                                    float* acc_out, SpreadPrefetcher<KV>& pf,
+                                    std::int64_t pf_lines) noexcept {
+  V acc[kRows][kTok];
+  INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) acc[r][t] = Simd::zero();
+  }
+  for (std::int32_t c = 0; c < chunks; ++c) {
+    pf.issue(pf_lines);
+    const std::int32_t n = dim - c * kLanes;
+    V k[kTok];
+    INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) {
+      k[t] = load_chunk<kHeadDim>(tr.k[j0 + t] + c * kLanes, n);
+    }
+    INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+      const V qv = Simd::load(q + std::ptrdiff_t{r} * padded + std::ptrdiff_t{c} * kLanes);
+      INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) acc[r][t] = Simd::fma(qv, k[t], acc[r][t]);
+    }
+  }
+  INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) {
+      Simd::store(acc_out + std::ptrdiff_t{r * kTileTokens + j0 + t} * kLanes, acc[r][t]);
+    }
+  }
+}
+
+/// Direct PV for kRows rows and chunks [c0, c0 + kCh): o = o * alpha + sum_j p_j v_j, reading
+/// and converting each V row chunk once for all rows. Issues `pf_lines` line pairs of the spread
+/// prefetch per token.
+template <int kHeadDim, int kRows, int kCh, class KV>
+INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, std::int32_t dim,
+                                    const TileRows<KV>& tr, std::int32_t c0, std::int32_t count,
+                                    SpreadPrefetcher<KV>& pf, std::int64_t pf_lines) noexcept {
+  V acc[kRows][kCh];
+  INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
+      acc[r][c] =
+          Simd::load(&s.o[scratch_index(std::int64_t{r} * padded + std::int64_t{c0 + c} * kLanes)]);
+    }
+  }
+  if (s.rescale) {  // rare once the running max settles
+    INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+      const V a = Simd::set1(s.alpha[static_cast<std::size_t>(r)]);
+      INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) acc[r][c] = Simd::mul(acc[r][c], a);
+    }
+  }
+  for (std::int32_t j = 0; j < count; ++j) {
+    pf.issue(pf_lines);
+    V v[kCh];
+    INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
+      v[c] = load_chunk<kHeadDim>(tr.v[j] + (c0 + c) * kLanes, dim - (c0 + c) * kLanes);
+    }
+    INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+      const V p = Simd::set1(s.p[scratch_index(std::int64_t{r} * kTileTokens + j)]);
+      INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) acc[r][c] = Simd::fma(p, v[c], acc[r][c]);
+    }
+  }
+  INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+    INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
+      Simd::store(&s.o[scratch_index(std::int64_t{r} * padded + std::int64_t{c0 + c} * kLanes)],
+                  acc[r][c]);
+    }
+  }
+}
+
+/// Online-softmax update of row r with this tile's 16 scores (kScoreVectors vectors): writes p
+/// (times the `v_scale` lanes when given) and alpha, updates the running max and sum.
+INFERKIT_FORCEINLINE void softmax_update(AttentionScratch& s, std::int32_t r, V* scores,
+                                         std::uint32_t keep, float cap,
+                                         const float* v_scale) noexcept {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  constexpr std::uint32_t kVectorBits = (1u << kLanes) - 1u;
+  const auto ri = static_cast<std::size_t>(r);
+  float* p = &s.p[ri * kTileTokens];
+  if (keep == 0) {  // nothing visible in this tile: state unchanged
+    std::fill_n(p, kTileTokens, 0.0f);
+    s.alpha[ri] = 1.0f;
+    return;
+  }
+  if (cap > 0.0f) {
+    INFERKIT_UNROLL for (int i = 0; i < kScoreVectors; ++i) Simd::store(p + i * kLanes, scores[i]);
+    for (int j = 0; j < kTileTokens; ++j) p[j] = cap * std::tanh(p[j] / cap);
+    INFERKIT_UNROLL for (int i = 0; i < kScoreVectors; ++i) scores[i] = Simd::load(p + i * kLanes);
+  }
+  const float m_old = s.row_max[ri];
+  bool grows = false;
+  INFERKIT_UNROLL for (int i = 0; i < kScoreVectors; ++i) {
+    scores[i] = Simd::keep_or(scores[i], (keep >> (i * kLanes)) & kVectorBits, kNegInf);
+    grows = grows || Simd::any_greater(scores[i], m_old);
+  }
+  // After the first tiles the running max rarely moves: one compare settles that without the
+  // horizontal max, and keeps it off the path from the scores to exp (same bits either way).
+  float m_new = m_old;
+  if (grows) {
+    INFERKIT_UNROLL for (int i = 0; i < kScoreVectors; ++i) {
+      m_new = std::max(m_new, Simd::reduce_max(scores[i]));
+    }
+  }
+  const float alpha = m_old == m_new ? 1.0f : (m_old == kNegInf ? 0.0f : std::exp(m_old - m_new));
+  float* sum = &s.row_sum[ri * kTileTokens];
+  INFERKIT_UNROLL for (int i = 0; i < kScoreVectors; ++i) {
+    V pv = Simd::exp_shifted(scores[i], m_new, (keep >> (i * kLanes)) & kVectorBits);
+    const V old = Simd::load(sum + i * kLanes);
+    Simd::store(sum + i * kLanes,
+                alpha == 1.0f ? Simd::add(old, pv) : Simd::fma(old, Simd::set1(alpha), pv));
+    if (v_scale != nullptr) pv = Simd::mul(pv, Simd::load(v_scale + i * kLanes));
+    Simd::store(p + i * kLanes, pv);
+  }
+  s.row_max[ri] = m_new;
+  s.alpha[ri] = alpha;
+  if (alpha != 1.0f) s.rescale = true;
+}
+
+/// Attends the rows of `rows` to keys [kv_begin, kv_end) of `src` (positions are token indices
+/// in the sequence) and writes normalized outputs and natural-log LSEs. A row that sees no key
+/// gets out = 0, lse = -inf. `kHeadDim` = 0: runtime head_dim. `kRows` > 0: exactly that many
+/// rows, K/V converted in registers and shared by all rows (decode); 0: any number of rows,
+/// each K/V tile converted once to fp32 scratch (prefill).
+template <int kHeadDim, int kRows, class KV>
+void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, std::int64_t kv_begin,
+                      std::int64_t kv_end, std::int32_t head_dim, const AttentionParams& params,
+                      std::int32_t prefetch_tokens_ahead, AttentionScratch& s) {
+  const std::int32_t dim = kHeadDim > 0 ? kHeadDim : head_dim;
+  const std::int32_t chunks = chunks_of(dim);
+  const std::int32_t padded = padded_head_dim(dim);
+  const std::int32_t num_rows = kRows > 0 ? kRows : rows.num_rows();
+  // The caller dispatches kHeadDim from head_dim and reserves the scratch for its largest block.
+  INFERKIT_ASSERT(kHeadDim == 0 || kHeadDim == head_dim);
+  INFERKIT_ASSERT(s.q.size() >=
+                  static_cast<std::size_t>(num_rows) * static_cast<std::size_t>(padded));
+  INFERKIT_ASSERT(kRows == 0 ||
+                  s.acc.size() >= static_cast<std::size_t>(num_rows) * kTileTokens * kLanes);
+  const float scale = params.resolved_scale(dim);
+  const float cap = params.logit_soft_cap;
+  const bool scaled = src.scale_mode != KvScaleMode::kNone;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+  // Scaled queries in padded rows (zero tails), zero outputs.
+  for (std::int32_t r = 0; r < num_rows; ++r) {
+    const std::int32_t t = r / rows.group;
+    const std::int32_t g = r % rows.group;
+    const float* q = rows.q + t * rows.q_token_stride + std::int64_t{g} * dim;
+    float* qs = &s.q[scratch_index(r) * scratch_index(padded)];
+    for (std::int32_t d = 0; d < dim; ++d) qs[d] = q[d] * scale;
+    for (std::int32_t d = dim; d < padded; ++d) qs[d] = 0.0f;
+    std::fill_n(&s.o[scratch_index(r) * scratch_index(padded)], padded, 0.0f);
+    s.row_max[scratch_index(r)] = kNegInf;
+    std::fill_n(&s.row_sum[scratch_index(r) * kTileTokens], kTileTokens, 0.0f);
+  }
+  TileRows<KV> tr;
+  SpreadPrefetcher<KV> pf;
+  const std::int64_t row_bytes = static_cast<std::int64_t>(sizeof(KV)) * dim;
+  if (prefetch_tokens_ahead > 0) {
+    prefetch_tokens(pf, src, kv_begin,
+                    std::min<std::int64_t>(kv_begin + prefetch_tokens_ahead, kv_end), row_bytes);
+  }
+  // Keys of this tile visible to row r (its query token's position, causal/window, mask).
+  const auto visible = [&](std::int32_t r, std::int64_t tok0, std::int32_t count) {
+    const std::int32_t t = r / rows.group;
+    const std::uint8_t* mask_row =
+        rows.mask != nullptr ? rows.mask + t * rows.mask_stride : nullptr;
+    return visible_lanes(params, rows.first_position + t, tok0, count, mask_row);
+  };
+  for (std::int64_t tok0 = kv_begin; tok0 < kv_end; tok0 += kTileTokens) {
+    const auto count =
+        static_cast<std::int32_t>(std::min<std::int64_t>(kTileTokens, kv_end - tok0));
+    if constexpr (kRows > 0) {
+      // Register tiles of the policy's shape: kRows x kTok QK accumulators plus kTok converted
+      // K chunks, and kRows x kCh PV accumulators plus kCh V chunks.
+      constexpr int kCh = Simd::pv_chunks(kRows);
+      constexpr int kTok = Simd::qk_tokens(kRows);
+      // The tile prefetch_tokens_ahead tokens ahead is prefetched over this tile's QK and PV
+      // loops: each of their `steps` iterations (counted exactly) issues pf_lines of its K/V
+      // line pairs, which rounds up, so the whole tile is issued.
+      const std::int32_t rest = chunks % kCh;
+      const std::int32_t pv_passes = chunks / kCh + (rest >= 2 ? rest - 1 : rest);
+      const std::int32_t steps = (count / kTok + count % kTok) * chunks + pv_passes * count;
+      if (prefetch_tokens_ahead > 0) pf.start(src, tok0 + prefetch_tokens_ahead, kv_end, row_bytes);
+      const std::int64_t pf_lines = (pf.lines + steps - 1) / steps;
+      tr.gather(src, tok0, count);
+      std::int32_t j = 0;
+      for (; j + kTok <= count; j += kTok) {
+        qk_direct<kHeadDim, kRows, kTok>(s.q.data(), padded, dim, chunks, tr, j, s.acc.data(), pf,
+                                         pf_lines);
+      }
+      for (; j < count; ++j) {
+        qk_direct<kHeadDim, kRows, 1>(s.q.data(), padded, dim, chunks, tr, j, s.acc.data(), pf,
+                                      pf_lines);
+      }
+      s.rescale = false;
+      for (std::int32_t r = 0; r < num_rows; ++r) {
+        float* acc = &s.acc[scratch_index(r) * kTileTokens * kLanes];
+        std::fill(acc + std::ptrdiff_t{count} * kLanes, acc + std::ptrdiff_t{kTileTokens} * kLanes,
+                  0.0f);
+        V scores[kScoreVectors];
+        INFERKIT_UNROLL for (int i = 0; i < kScoreVectors; ++i) {
+          V parts[kLanes];
+          INFERKIT_UNROLL for (int t = 0; t < kLanes; ++t) {
+            parts[t] = Simd::load(acc + std::ptrdiff_t{i * kLanes + t} * kLanes);
+          }
+          scores[i] = Simd::reduce_lanes(parts);
+          if (scaled) scores[i] = Simd::mul(scores[i], Simd::load(tr.k_scale + i * kLanes));
+        }
+        softmax_update(s, r, scores, visible(r, tok0, count), cap, scaled ? tr.v_scale : nullptr);
+      }
+      // Passes of kCh chunks, then one of 2 if at least 2 are left, then single chunks:
+      // pv_passes counts them for the prefetch quota.
+      std::int32_t c = 0;
+      for (; c + kCh <= chunks; c += kCh) {
+        pv_direct<kHeadDim, kRows, kCh>(s, padded, dim, tr, c, count, pf, pf_lines);
+      }
+      if (c + 2 <= chunks) {
+        pv_direct<kHeadDim, kRows, 2>(s, padded, dim, tr, c, count, pf, pf_lines);
+        c += 2;
+      }
+      for (; c < chunks; ++c) {
+        pv_direct<kHeadDim, kRows, 1>(s, padded, dim, tr, c, count, pf, pf_lines);
+      }
+    } else {
+      if (prefetch_tokens_ahead > 0) {
+        const std::int64_t pf_tok = tok0 + prefetch_tokens_ahead;
+        prefetch_tokens(pf, src, pf_tok, std::min<std::int64_t>(pf_tok + kTileTokens, kv_end),
+                        row_bytes);
+      }
+      load_kv_tile<kHeadDim>(src, tok0, count, dim, padded, s.k_tile.data(), s.v_tile.data());
+      constexpr int kGroup = Simd::kPrefillTokens;
+      for (std::int32_t r = 0; r < num_rows; ++r) {
+        // S[j] = q_r . k_j, kGroup tokens at a time: kGroup accumulators, then reductions.
+        const float* qs = &s.q[scratch_index(r) * scratch_index(padded)];
+        V scores[kScoreVectors];
+        INFERKIT_UNROLL for (int g0 = 0; g0 < kTileTokens; g0 += kGroup) {
+          V acc[kGroup];
+          INFERKIT_UNROLL for (auto& a : acc) a = Simd::zero();
+          for (std::int32_t c = 0; c < chunks; ++c) {
+            const V qv = Simd::load(qs + std::ptrdiff_t{c} * kLanes);
+            INFERKIT_UNROLL for (int j = 0; j < kGroup; ++j) {
+              acc[j] =
+                  Simd::fma(qv,
+                            Simd::load(&s.k_tile[scratch_index(g0 + j) * scratch_index(padded) +
+                                                 scratch_index(c) * kLanes]),
+                            acc[j]);
+            }
+          }
+          INFERKIT_UNROLL for (int i = 0; i < kGroup / kLanes; ++i) {
+            scores[g0 / kLanes + i] = Simd::reduce_lanes(acc + i * kLanes);
+          }
+        }
+        softmax_update(s, r, scores, visible(r, tok0, count), cap, nullptr);
+      }
+      std::int32_t r = 0;
+      for (; r + 4 <= num_rows; r += 4) pv_rows<4>(s, r, chunks, count, padded);
+      for (; r < num_rows; ++r) pv_rows<1>(s, r, chunks, count, padded);
+    }
+  }
+
+  for (std::int32_t r = 0; r < num_rows; ++r) {
+    const std::int32_t t = r / rows.group;
+    const std::int32_t g = r % rows.group;
+    float* out = rows.out + t * rows.out_token_stride + std::int64_t{g} * dim;
+    float sum = 0.0f;
+    INFERKIT_UNROLL for (int i = 0; i < kScoreVectors; ++i) {
+      sum += Simd::reduce_add(
+          Simd::load(&s.row_sum[scratch_index(std::int64_t{r} * kTileTokens + i * kLanes)]));
+    }
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const float* o = &s.o[scratch_index(r) * scratch_index(padded)];
+    for (std::int32_t d = 0; d < dim; ++d) out[d] = o[d] * inv;
+    if (rows.lse != nullptr) {
+      rows.lse[t * rows.lse_token_stride + g] =
+          sum > 0.0f ? s.row_max[scratch_index(r)] + std::log(sum) : kNegInf;
+    }
+  }
+}
+
+/// This path's entry points (a type, so tests and the driver can name a path as a template
+/// argument).
+struct IsaKernels {
+  using Policy = Simd;
+  static constexpr CpuIsa kIsa = CpuIsa::INFERKIT_TILE_CPU_ISA;
+
+  /// Attends a block of rows (see attend_rows_impl): 1, 2, 4 or 8 rows take the direct
+  /// (decode) path, other counts the fp32-scratch (prefill) path.
+  template <int kHeadDim, class KV>
+  static void attend_rows(const QueryRowBlock& rows, const KvHeadSource<KV>& src,
+                          std::int64_t kv_begin, std::int64_t kv_end, std::int32_t head_dim,
+                          const AttentionParams& params, std::int32_t prefetch_tokens_ahead,
+                          AttentionScratch& s) {
+    switch (rows.num_rows()) {
+      case 1:
+        return attend_rows_impl<kHeadDim, 1>(rows, src, kv_begin, kv_end, head_dim, params,
+                                             prefetch_tokens_ahead, s);
+      case 2:
+        return attend_rows_impl<kHeadDim, 2>(rows, src, kv_begin, kv_end, head_dim, params,
+                                             prefetch_tokens_ahead, s);
+      case 4:
+        return attend_rows_impl<kHeadDim, 4>(rows, src, kv_begin, kv_end, head_dim, params,
+                                             prefetch_tokens_ahead, s);
+      case 8:
+        return attend_rows_impl<kHeadDim, 8>(rows, src, kv_begin, kv_end, head_dim, params,
+                                             prefetch_tokens_ahead, s);
+      default:
+        return attend_rows_impl<kHeadDim, 0>(rows, src, kv_begin, kv_end, head_dim, params,
+                                             prefetch_tokens_ahead, s);
+    }
+  }
+};
+
+}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI::INFERKIT_TILE_ISA
+
+#undef INFERKIT_TILE_ISA
+#undef INFERKIT_TILE_SIMD
+#undef INFERKIT_TILE_CPU_ISA
+// NOLINTEND(bugprone-macro-parentheses)

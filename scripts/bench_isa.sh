@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The CPU kernels' figures on every instruction-set path. Builds bench_attention and bench_kv
+# twice: -march=native (the release preset) and as a user builds them (release-plain: -O2
+# -DNDEBUG, no -m flag, kernels chosen at run time), runs the decode, prefill and append cases
+# on the native build and on every path of the plain build (INFERKIT_CPU_ISA), and prints one
+# table. Every figure is a ratio against a baseline timed in the same run (stream read, Eigen
+# GEMM, memcpy; PlainConsumer: a TU built without -m flags against its own build). Each run
+# holds /tmp/inferkit-bench.lock so that benchmarks on a shared machine never overlap.
+# Options (environment): MIN_TIME (default 0.1 s per case), PATHS (default "avx512 avx2 baseline").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/common.sh
+inferkit_install_missing
+for preset in release release-plain; do
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" --target inferkit_bench_attention inferkit_bench_kv
+done
+out=bench-results/isa
+mkdir -p "$out"
+attention='BM_StreamRead|BM_PagedDecode/batch:(8|32)/ctx:(4096|16384)/shuffled:1/group:(4|8)/|'
+attention+='BM_PagedDecode_(fp8_e4m3|int8)|BM_PagedPrefill|BM_PlainConsumer'
+small='BM_StreamRead|BM_PagedDecode/batch:8/ctx:4096/shuffled:1/group:(4|8)/|'
+small+='BM_PagedDecode_(fp8_e4m3|int8)/batch:8/ctx:4096/|BM_PagedPrefill'  # baseline is slow
+kv='AppendDecode256'
+# run <name> <binary> <filter> [VAR=value…]: one locked benchmark run into $out/<name>.json.
+run() {
+  local name=$1 bin=$2 filter=$3
+  shift 3
+  echo "== $name ($(uptime | sed 's/.*load/load/'))"
+  env OMP_NUM_THREADS=2 "$@" flock /tmp/inferkit-bench.lock "$bin" --benchmark_filter="$filter" \
+    --benchmark_min_time="${MIN_TIME:-0.1}" --benchmark_out="$out/$name.json" \
+    --benchmark_out_format=json >/dev/null
+}
+run native.attention build/release/benchmarks/inferkit_bench_attention "$attention"
+run native.kv build/release/benchmarks/inferkit_bench_kv "$kv"
+for isa in ${PATHS:-avx512 avx2 baseline}; do
+  filter=$attention
+  [ "$isa" = baseline ] && filter=$small
+  run "plain-$isa.attention" build/release-plain/benchmarks/inferkit_bench_attention "$filter" \
+    INFERKIT_CPU_ISA="$isa"
+  run "plain-$isa.kv" build/release-plain/benchmarks/inferkit_bench_kv "$kv" INFERKIT_CPU_ISA="$isa"
+done
+echo "== done ($(uptime | sed 's/.*load/load/'))"
+python3 - "$out" ${PATHS:-avx512 avx2 baseline} <<'PY'
+import json, sys, os
+out, paths = sys.argv[1], sys.argv[2:]
+builds = ["native"] + ["plain-" + p for p in paths]
+keys = {"BM_PagedDecode": "ratio_vs_stream", "BM_PagedPrefill": "ratio_vs_eigen_gemm",
+        "BM_PlainConsumer": "ratio_plain_vs_this_build", "BM_PagedKVCache": "vs_memcpy_cold"}
+table, order = {}, []
+for b in builds:
+    for part in ("attention", "kv"):
+        path = os.path.join(out, f"{b}.{part}.json")
+        if not os.path.exists(path):
+            continue
+        for r in json.load(open(path)).get("benchmarks", []):
+            name = r["name"].replace("/min_time:0.300", "").replace("/min_time:0.500", "")
+            name = name.replace("/real_time", "").replace("/manual_time", "")
+            for prefix, key in keys.items():
+                if name.startswith(prefix) and key in r:
+                    rows = [(name, key)]
+                    if prefix == "BM_PagedKVCache":
+                        rows.append((name, "vs_memcpy_hot"))
+                    for row in rows:
+                        if row not in table:
+                            table[row] = {}
+                            order.append(row)
+                        table[row][b] = r[row[1]]
+            if name.startswith("BM_StreamRead"):
+                row = ("stream GB/s", "")
+                if row not in table:
+                    table[row] = {}
+                    order.insert(0, row)
+                table[row][b] = r.get("stream_bytes_per_second", 0) / 1e9
+width = max(len(f"{n} {k}") for n, k in order)
+print(f"\n{'case':<{width}}  " + "  ".join(f"{b:>15}" for b in builds))
+for row in order:
+    cells = [f"{table[row][b]:15.3f}" if b in table[row] else f"{'-':>15}" for b in builds]
+    print(f"{row[0] + ' ' + row[1]:<{width}}  " + "  ".join(cells))
+PY
