@@ -344,20 +344,21 @@ TEST_CASE("linear: bad arguments throw", "[model][quantized_linear]") {
   validate({GgmlType::kF32, 3, 0, nullptr});  // empty: no data needed
 }
 
-TEST_CASE("linear: INFERKIT_CPU_ISA values", "[model][quantized_linear]") {
-  CHECK(detail::choose_linear_isa(nullptr).isa == detail::probe_linear_isa());
-  CHECK(detail::choose_linear_isa("auto").isa == detail::probe_linear_isa());
-  CHECK(detail::choose_linear_isa("baseline").isa == LinearIsa::kBaseline);
-  CHECK(detail::choose_linear_isa("baseline").ok);
-  const detail::LinearIsaChoice bogus = detail::choose_linear_isa("avx9000");
-  CHECK_FALSE(bogus.ok);
-  CHECK(bogus.error == ErrorCode::kInvalidArgument);
+TEST_CASE("linear: the path follows the CPU kernels' choice (INFERKIT_CPU_ISA)",
+          "[model][quantized_linear]") {
+  CHECK(detail::linear_isa() == detail::to_linear_isa(cpu_isa()));
+  CHECK(detail::to_linear_isa(CpuIsa::kBaseline) == LinearIsa::kBaseline);
+  CHECK(detail::to_linear_isa(CpuIsa::kNeon) == LinearIsa::kBaseline);  // no NEON kernels yet
+  CHECK(detail::to_linear_isa(CpuIsa::kAvx2) == LinearIsa::kAvx2);
+  CHECK(detail::to_linear_isa(CpuIsa::kAvx512) == LinearIsa::kAvx512);
+  CHECK(detail::linear_isa_supported(LinearIsa::kBaseline));
+  CHECK(detail::linear_isa_supported(detail::best_linear_isa()));
   for (LinearIsa isa : {LinearIsa::kAvx2, LinearIsa::kAvx512}) {
-    const detail::LinearIsaChoice c =
-        detail::choose_linear_isa(std::string(detail::linear_isa_name(isa)).c_str());
-    CHECK(c.ok == detail::linear_isa_supported(isa));
-    if (!c.ok) {
-      CHECK(c.error == ErrorCode::kUnsupported);
+    CHECK(detail::linear_isa_name(isa) ==
+          to_string(isa == LinearIsa::kAvx2 ? CpuIsa::kAvx2 : CpuIsa::kAvx512));
+    CHECK(detail::linear_isa_supported(isa) ==
+          cpu_isa_supported(isa == LinearIsa::kAvx2 ? CpuIsa::kAvx2 : CpuIsa::kAvx512));
+    if (!detail::linear_isa_supported(isa)) {
       CHECK(code_of([&] { (void)detail::linear_kernels(isa); }) == ErrorCode::kUnsupported);
     }
   }

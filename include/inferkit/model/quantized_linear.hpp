@@ -63,7 +63,7 @@ inline LinearKernels linear_kernels(LinearIsa isa) {
     // Only here: CPUID traps to the hypervisor in a VM (microseconds), too slow for every call.
     check_arg(false, ErrorCode::kUnsupported, "cpu isa", linear_isa_name(isa),
               "is not supported by this CPU or build; the best is",
-              linear_isa_name(probe_linear_isa()));
+              linear_isa_name(best_linear_isa()));
   }
   switch (isa) {
 #if INFERKIT_CPU_DISPATCH

@@ -1,21 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Internal: which instruction-set path the quantized linear layers take. Every path is compiled
 // in the headers (x86: AVX-512 and AVX2+FMA+F16C in function-level target regions, plus the
-// portable baseline), and one is picked once per process from CPUID, or from the environment
-// variable INFERKIT_CPU_ISA (avx512, avx2, baseline) when it is set. A small stand-in for the
-// general CPU dispatcher of the attention kernels, to be merged with it.
+// portable baseline); the choice is the process's CPU kernel path (core/cpu_isa.hpp: CPUID, or
+// INFERKIT_CPU_ISA), with NEON served by the portable baseline, which has no NEON kernels of its
+// own yet.
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
-#include <inferkit/core/config.hpp>
-#include <inferkit/core/error.hpp>
-#include <string>
+#include <inferkit/core/cpu_isa.hpp>
 #include <string_view>
-
-#if INFERKIT_CPU_DISPATCH
-#  include <cpuid.h>
-#endif
 
 namespace inferkit::detail {
 
@@ -26,83 +19,51 @@ enum class LinearIsa : std::uint8_t {
   kAvx512,    ///< x86 AVX-512 F/BW/VL (+ the AVX2 set)
 };
 
+/// The linear-layer path for the CPU kernel path `isa`.
+constexpr LinearIsa to_linear_isa(CpuIsa isa) noexcept {
+  switch (isa) {
+    case CpuIsa::kAvx2:
+      return LinearIsa::kAvx2;
+    case CpuIsa::kAvx512:
+      return LinearIsa::kAvx512;
+    case CpuIsa::kBaseline:
+    case CpuIsa::kNeon:
+      break;
+  }
+  return LinearIsa::kBaseline;
+}
+
 /// The INFERKIT_CPU_ISA spelling of `isa`.
 constexpr std::string_view linear_isa_name(LinearIsa isa) noexcept {
   switch (isa) {
     case LinearIsa::kAvx2:
-      return "avx2";
+      return to_string(CpuIsa::kAvx2);
     case LinearIsa::kAvx512:
-      return "avx512";
+      return to_string(CpuIsa::kAvx512);
     case LinearIsa::kBaseline:
       break;
   }
-  return "baseline";
+  return to_string(CpuIsa::kBaseline);
 }
 
-/// The best path this build and this CPU have, probed without caching. __builtin_cpu_supports
-/// also checks that the OS saves the ymm/zmm state; F16C comes from CPUID leaf 1 (clang 14
-/// rejects __builtin_cpu_supports("f16c")).
-inline LinearIsa probe_linear_isa() noexcept {
-#if INFERKIT_CPU_DISPATCH
-  __builtin_cpu_init();
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  const bool f16c = __get_cpuid(1, &a, &b, &c, &d) != 0 && ((c >> 29) & 1u) != 0;
-  const bool avx2 =
-      f16c && __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") != 0 &&
-                      __builtin_cpu_supports("avx512bw") != 0 &&
-                      __builtin_cpu_supports("avx512vl") != 0;
-  if (avx512) return LinearIsa::kAvx512;
-  if (avx2) return LinearIsa::kAvx2;
-#endif
-  return LinearIsa::kBaseline;
-}
+/// The best path this build and this CPU have (CPUID probed once).
+inline LinearIsa best_linear_isa() noexcept { return to_linear_isa(cpu_isa_choice().best); }
 
 /// Whether this build and this CPU can run the path `isa` (CPUID probed once).
 inline bool linear_isa_supported(LinearIsa isa) noexcept {
-  static const LinearIsa best = probe_linear_isa();
-  return static_cast<int>(isa) <= static_cast<int>(best);
-}
-
-/// The process's path, or why INFERKIT_CPU_ISA cannot be honoured.
-struct LinearIsaChoice {
-  LinearIsa isa = LinearIsa::kBaseline;           ///< the path taken when ok
-  bool ok = true;                                 ///< false: `error` and `message` say why
-  ErrorCode error = ErrorCode::kInvalidArgument;  ///< kInvalidArgument or kUnsupported
-  std::string message;                            ///< for the Error thrown when not ok
-};
-
-/// The choice for an INFERKIT_CPU_ISA value `requested` (null, "" or "auto": the best path).
-inline LinearIsaChoice choose_linear_isa(const char* requested) {
-  LinearIsaChoice choice;
-  choice.isa = probe_linear_isa();
-  if (requested == nullptr || *requested == '\0' || std::string_view(requested) == "auto") {
-    return choice;
+  switch (isa) {
+    case LinearIsa::kAvx2:
+      return cpu_isa_supported(CpuIsa::kAvx2);
+    case LinearIsa::kAvx512:
+      return cpu_isa_supported(CpuIsa::kAvx512);
+    case LinearIsa::kBaseline:
+      break;
   }
-  for (LinearIsa isa : {LinearIsa::kBaseline, LinearIsa::kAvx2, LinearIsa::kAvx512}) {
-    if (linear_isa_name(isa) != requested) continue;
-    if (static_cast<int>(isa) > static_cast<int>(choice.isa)) {
-      choice.ok = false;
-      choice.error = ErrorCode::kUnsupported;
-      choice.message = concat({"INFERKIT_CPU_ISA = '", requested,
-                               "' is not supported by this CPU or build; the best is '",
-                               linear_isa_name(choice.isa), "'"});
-    }
-    choice.isa = isa;
-    return choice;
-  }
-  choice.ok = false;
-  choice.message =
-      concat({"INFERKIT_CPU_ISA = '", requested, "' is not one of auto, avx512, avx2, baseline"});
-  return choice;
+  return true;
 }
 
-/// The path of this process: INFERKIT_CPU_ISA if set, else the best one; decided on first use.
-/// Throws `Error` when the variable names an unknown or unsupported path.
-inline LinearIsa linear_isa() {
-  static const LinearIsaChoice choice = choose_linear_isa(std::getenv("INFERKIT_CPU_ISA"));
-  if (!choice.ok) throw_error(choice.error, choice.message);
-  return choice.isa;
-}
+/// The path of this process: the CPU kernels' (INFERKIT_CPU_ISA if set, else the best one),
+/// decided on first use. Throws `Error` when the variable names an unknown or unsupported path.
+inline LinearIsa linear_isa() { return to_linear_isa(cpu_isa()); }
 
 }  // namespace inferkit::detail

@@ -23,7 +23,7 @@
 #  pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
-namespace inferkit::detail::linear_baseline {
+namespace inferkit::detail::inline INFERKIT_ISA_ABI::linear_baseline {
 
 /// The portable vector policy of linear_kernels-inl.hpp.
 struct Simd {
@@ -178,7 +178,7 @@ struct Simd {
   static void prefetch(const std::byte*) noexcept {}
 };
 
-}  // namespace inferkit::detail::linear_baseline
+}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI::linear_baseline
 
 #define INFERKIT_LINEAR_ISA linear_baseline
 #include <inferkit/model/detail/linear_kernels-inl.hpp>
