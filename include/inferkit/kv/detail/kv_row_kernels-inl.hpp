@@ -200,7 +200,7 @@ INFERKIT_FORCEINLINE VU encode_minifloat_lanes(VF x) noexcept {
   const VU rounded =
       (biased + ((1u << (kDropped - 1)) - 1u) + ((biased >> kDropped) & 1u)) >> kDropped;
   // Subnormal: units of 2^(kMinNormalExp - kMan) (exact scaling), rounded by adding 2^23.
-  constexpr float kToUnits = static_cast<float>(1u << (kMan - Format::kMinNormalExp));
+  constexpr auto kToUnits = static_cast<float>(1u << (kMan - Format::kMinNormalExp));
   const VU sub = bits_as<VU>(bits_as<VF>(a) * kToUnits + 8388608.0f) - 0x4B000000u;
   constexpr auto kMinNormal = static_cast<std::uint32_t>(127 + Format::kMinNormalExp) << 23;
   VU code = a < kMinNormal ? sub : rounded;

@@ -11,6 +11,9 @@
 // (prefill) convert each tile once to fp32 scratch. No OpenMP here (see core/config.hpp).
 // Included from attention_tile.hpp only, after everything below is declared.
 // NOLINTBEGIN(bugprone-macro-parentheses)
+// Register-tile offsets are products of small compile-time lane and tile counts (at most a few
+// hundred floats), which cannot overflow int before the widening to ptrdiff_t.
+// NOLINTBEGIN(bugprone-implicit-widening-of-multiplication-result)
 #if !defined(INFERKIT_TILE_ISA) || !defined(INFERKIT_TILE_SIMD) || !defined(INFERKIT_TILE_CPU_ISA)
 #  error "attention_tile-inl.hpp is included by attention_tile.hpp, once per instruction set"
 #endif
@@ -433,4 +436,5 @@ struct IsaKernels {
 #undef INFERKIT_TILE_ISA
 #undef INFERKIT_TILE_SIMD
 #undef INFERKIT_TILE_CPU_ISA
+// NOLINTEND(bugprone-implicit-widening-of-multiplication-result)
 // NOLINTEND(bugprone-macro-parentheses)
