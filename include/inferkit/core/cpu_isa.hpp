@@ -44,7 +44,8 @@ constexpr std::string_view to_string(CpuIsa isa) noexcept {
   return "baseline";
 }
 
-namespace detail::inline INFERKIT_ISA_ABI {
+namespace detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// What this CPU can run, probed once (CPUID leaves 1 and 7, and XGETBV for the OS-enabled
 /// register state: a CPU with AVX-512 under an OS that does not save zmm state cannot use it).
@@ -136,7 +137,8 @@ inline CpuIsa kernel_isa() noexcept {
   return c.ok ? c.isa : c.best;
 }
 
-}  // namespace detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace detail
 
 inline namespace INFERKIT_ISA_ABI {
 

@@ -20,7 +20,8 @@
 #include <type_traits>
 #include <vector>
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// Target number of query rows (tokens x group heads) per work item in prefill.
 inline constexpr std::int32_t kPrefillRowsPerItem = 64;
@@ -319,7 +320,8 @@ void run_through_fp32(const Args<KV, QO>& args, std::int64_t rows, Run&& run) {
   for (std::size_t i = 0; i < n; ++i) args.out[i] = QO(out[i]);
 }
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
 
 namespace inferkit {
 // In the ISA-named inline namespace (core/config.hpp): these run kernels, so a TU built with

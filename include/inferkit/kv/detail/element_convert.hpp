@@ -15,7 +15,8 @@
 #include <inferkit/kv/detail/kv_row_kernels.hpp>
 #include <type_traits>
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// `out[i] = T(in[i] * inv)` for i < n with the kernels `k` (inv is 1 for unquantized storage;
 /// fp8 passes 1 / its block scale). T is float, float16, bfloat16, float8_e4m3 or float8_e5m2.
@@ -58,4 +59,5 @@ inline void convert_from_float(const float* in, T* out, std::size_t n) noexcept 
   convert_from_float(kv_row_kernels(), in, 1.0f, out, n);
 }
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail

@@ -15,7 +15,9 @@
 #  error "kv_row_kernels-inl.hpp is included by kv_row_kernels.hpp, once per instruction set"
 #endif
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI::INFERKIT_KV_ISA {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
+namespace INFERKIT_KV_ISA {
 
 inline constexpr std::size_t kBytes = INFERKIT_KV_VECTOR_BYTES;
 inline constexpr std::size_t kN = kBytes / 4;  // floats per vector
@@ -283,7 +285,9 @@ inline constexpr KvRowKernels kKvRowKernels = {
     &rescale_row<Float8E5M2Format>,
 };
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI::INFERKIT_KV_ISA
+}  // namespace INFERKIT_KV_ISA
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
 
 #undef INFERKIT_KV_ISA
 #undef INFERKIT_KV_ISA_ID

@@ -26,7 +26,8 @@
 #  include <arm_neon.h>
 #endif
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// One path's row kernels (n elements per call; see kv_row_kernels-inl.hpp).
 struct KvRowKernels {
@@ -47,7 +48,8 @@ struct KvRowKernels {
   void (*rescale_e5m2)(std::uint8_t* q, float ratio, std::size_t n) noexcept;
 };
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
 
 #if INFERKIT_CPU_DISPATCH
 INFERKIT_TARGET_AVX512_BEGIN
@@ -78,7 +80,8 @@ INFERKIT_TARGET_END
 #define INFERKIT_KV_VECTOR_BYTES 16
 #include <inferkit/kv/detail/kv_row_kernels-inl.hpp>
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// The row kernels of path `isa` (the baseline's where this build lacks it).
 inline const KvRowKernels& kv_row_kernels(CpuIsa isa) noexcept {
@@ -101,4 +104,5 @@ inline const KvRowKernels& kv_row_kernels(CpuIsa isa) noexcept {
 /// The row kernels of the process's path (kernel_isa(): never throws).
 inline const KvRowKernels& kv_row_kernels() noexcept { return kv_row_kernels(kernel_isa()); }
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail

@@ -18,7 +18,8 @@
 #  define INFERKIT_STREAM_STORES 0
 #endif
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// A std::allocator that aligns every allocation to `kAlign` bytes.
 template <class T, std::size_t kAlign>
@@ -67,6 +68,7 @@ inline void stream_fence() noexcept {
 #endif
 }
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
 
 #undef INFERKIT_STREAM_STORES

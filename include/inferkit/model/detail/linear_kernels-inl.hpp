@@ -14,7 +14,9 @@
 #  error "linear_kernels-inl.hpp is included by linear_simd_<isa>.hpp, once per instruction set"
 #endif
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI::INFERKIT_LINEAR_ISA {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
+namespace INFERKIT_LINEAR_ISA {
 
 using V = Simd::V;
 
@@ -399,6 +401,8 @@ inline void dequantize(GgmlType type, const std::byte* row, std::int64_t cols,
   visit_type(type, [&](auto t) { decode_row<decltype(t)::value>(row, cols, out, false); });
 }
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI::INFERKIT_LINEAR_ISA
+}  // namespace INFERKIT_LINEAR_ISA
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
 
 #undef INFERKIT_LINEAR_ISA

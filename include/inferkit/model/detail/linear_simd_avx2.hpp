@@ -27,7 +27,9 @@
 // clang-format on
 INFERKIT_SIMD_WARNINGS_BEGIN
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI::linear_avx2 {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
+namespace linear_avx2 {
 
 /// The AVX2 vector policy of linear_kernels-inl.hpp: lanes 0-7 in `lo`, 8-15 in `hi`.
 struct Simd {
@@ -128,7 +130,9 @@ struct Simd {
   }
 };
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI::linear_avx2
+}  // namespace linear_avx2
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
 
 #  define INFERKIT_LINEAR_ISA linear_avx2
 #  include <inferkit/model/detail/linear_kernels-inl.hpp>

@@ -25,7 +25,9 @@
 // clang-format on
 INFERKIT_SIMD_WARNINGS_BEGIN
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI::linear_avx512 {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
+namespace linear_avx512 {
 
 /// The AVX-512 vector policy of linear_kernels-inl.hpp.
 struct Simd {
@@ -143,7 +145,9 @@ struct Simd {
   }
 };
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI::linear_avx512
+}  // namespace linear_avx512
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
 
 #  define INFERKIT_LINEAR_ISA linear_avx512
 #  include <inferkit/model/detail/linear_kernels-inl.hpp>

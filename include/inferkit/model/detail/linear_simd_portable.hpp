@@ -23,7 +23,9 @@
 #  pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI::linear_baseline {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
+namespace linear_baseline {
 
 /// The portable vector policy of linear_kernels-inl.hpp.
 struct Simd {
@@ -178,7 +180,9 @@ struct Simd {
   static void prefetch(const std::byte*) noexcept {}
 };
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI::linear_baseline
+}  // namespace linear_baseline
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
 
 #define INFERKIT_LINEAR_ISA linear_baseline
 #include <inferkit/model/detail/linear_kernels-inl.hpp>

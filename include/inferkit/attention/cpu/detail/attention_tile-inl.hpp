@@ -18,7 +18,9 @@
 #  error "attention_tile-inl.hpp is included by attention_tile.hpp, once per instruction set"
 #endif
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI::INFERKIT_TILE_ISA {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
+namespace INFERKIT_TILE_ISA {
 
 using Simd = INFERKIT_TILE_SIMD;
 using V = Simd::V;
@@ -431,7 +433,9 @@ struct IsaKernels {
   }
 };
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI::INFERKIT_TILE_ISA
+}  // namespace INFERKIT_TILE_ISA
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
 
 #undef INFERKIT_TILE_ISA
 #undef INFERKIT_TILE_SIMD

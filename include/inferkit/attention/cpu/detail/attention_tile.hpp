@@ -22,7 +22,8 @@
 #include <type_traits>
 #include <vector>
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// A block of query rows: row r is query token t = r / group, group member g = r % group. Row
 /// (t, g) reads q + t * q_token_stride + g * head_dim, and writes out/lse likewise.
@@ -100,7 +101,8 @@ inline std::uint32_t visible_lanes(const AttentionParams& params, std::int64_t p
   return keep;
 }
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
 
 // The kernel, once per path. INFERKIT_TILE_ISA names the namespace, INFERKIT_TILE_SIMD the
 // policy, INFERKIT_TILE_CPU_ISA the CpuIsa value.

@@ -10,7 +10,8 @@
 #include <inferkit/kv/paged_kv_view.hpp>
 #include <type_traits>
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// How stored K/V values are scaled: not at all, one scale per (block, head) (fp8), or one per
 /// (block, head, slot) (int8).
@@ -114,4 +115,5 @@ struct TileRows {
   }
 };
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail

@@ -19,7 +19,8 @@
 
 INFERKIT_TARGET_AVX2_BEGIN
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// AVX2 policy (FMA, F16C vcvtph2ps for fp16 and e5m2).
 struct SimdAvx2 {
@@ -155,7 +156,8 @@ struct SimdAvx2 {
   }
 };
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
 
 INFERKIT_TARGET_END
 

@@ -20,7 +20,8 @@
 
 INFERKIT_TARGET_AVX512_BEGIN
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// AVX-512 policy (F/BW/VL; fp16 conversion via F16C-in-AVX-512 vcvtph2ps).
 struct SimdAvx512 {
@@ -171,7 +172,8 @@ struct SimdAvx512 {
   }
 };
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
 
 INFERKIT_TARGET_END
 

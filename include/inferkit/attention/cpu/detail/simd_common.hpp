@@ -11,7 +11,8 @@
 #include <inferkit/core/float8.hpp>
 #include <type_traits>
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// Tokens per tile of the kernels: the scores of one row over one tile are 16 floats (one
 /// AVX-512 register, two AVX2 ones, four NEON ones), and visibility masks are 16 bits.
@@ -36,4 +37,5 @@ inline float kv_to_float(T x) noexcept {
   }
 }
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail

@@ -18,7 +18,8 @@
 #if INFERKIT_HAS_NEON
 #  include <arm_neon.h>
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// NEON policy.
 struct SimdNeon {
@@ -127,6 +128,7 @@ struct SimdNeon {
   }
 };
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
 
 #endif  // INFERKIT_HAS_NEON

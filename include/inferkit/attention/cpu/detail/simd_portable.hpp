@@ -17,7 +17,8 @@
 #include <limits>
 #include <type_traits>
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// Portable policy: 4 floats per vector, register tiles sized for 16 vector registers.
 struct SimdPortable {
@@ -169,4 +170,5 @@ struct SimdPortable {
   }
 };
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail

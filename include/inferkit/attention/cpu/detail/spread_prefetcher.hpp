@@ -10,7 +10,8 @@
 #include <inferkit/attention/cpu/detail/simd_common.hpp>
 #include <inferkit/core/config.hpp>
 
-namespace inferkit::detail::inline INFERKIT_ISA_ABI {
+namespace inferkit::detail {
+inline namespace INFERKIT_ISA_ABI {
 
 /// Prefetches one cache line into L1. An asm statement where the instruction is known (x86
 /// prefetcht0, AArch64 prfm): GCC's dead-code elimination deletes loops whose only statements
@@ -120,4 +121,5 @@ inline void prefetch_tokens(SpreadPrefetcher<KV>& pf, const KvHeadSource<KV>& sr
   }
 }
 
-}  // namespace inferkit::detail::inline INFERKIT_ISA_ABI
+}  // namespace INFERKIT_ISA_ABI
+}  // namespace inferkit::detail
