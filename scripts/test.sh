@@ -20,6 +20,9 @@ if [ "$(uname -m)" = x86_64 ]; then cross_packages=(g++-aarch64-linux-gnu qemu-u
 # clang's libFuzzer for scripts/fuzz.sh; the aarch64 cross compiler and qemu for the NEON path
 inferkit_install_missing clang-14 libclang-rt-14-dev "${cross_packages[@]}"
 
+# Two tests at a time (the machine's two cores; most tests are single-threaded, and none is timed).
+export CTEST_PARALLEL_LEVEL=${CTEST_PARALLEL_LEVEL:-2}
+
 # phase <title>: prints a phase header with the seconds spent so far.
 phase() { echo "== $1 (at $(($(date +%s) - start)) s)"; }
 

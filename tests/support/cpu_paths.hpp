@@ -12,7 +12,11 @@
 #include <inferkit/core/cpu_isa.hpp>
 #include <string>
 
-#if INFERKIT_CPU_DISPATCH
+#if INFERKIT_CPU_DISPATCH && defined(INFERKIT_TEST_SANITIZED) && INFERKIT_TEST_SANITIZED
+// Under the sanitizers only the best x86 path: compiling every path's tiles there takes over five
+// minutes for one TU, and the dev phase already runs each path on the same code.
+#  define INFERKIT_TEST_CPU_PATHS inferkit::detail::avx512::IsaKernels
+#elif INFERKIT_CPU_DISPATCH
 #  define INFERKIT_TEST_CPU_PATHS                                               \
     inferkit::detail::baseline::IsaKernels, inferkit::detail::avx2::IsaKernels, \
         inferkit::detail::avx512::IsaKernels

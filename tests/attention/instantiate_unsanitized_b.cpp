@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
+// Under the sanitizers: the CPU attention kernels of the paths other than the best one, for
+// float8_e4m3, float8_e5m2 and int8, compiled without instrumentation (tests/CMakeLists.txt; see
+// tests/support/attention_kernels.hpp). Empty in every other build.
+#include <tests/support/attention_kernels.hpp>
+
+namespace inferkit::detail {
+
+INFERKIT_TEST_FOR_EACH_UNSANITIZED_PATH(INFERKIT_TEST_DEFINE_KERNEL, float8_e4m3)
+INFERKIT_TEST_FOR_EACH_UNSANITIZED_PATH(INFERKIT_TEST_DEFINE_KERNEL, float8_e5m2)
+INFERKIT_TEST_FOR_EACH_UNSANITIZED_PATH(INFERKIT_TEST_DEFINE_KERNEL, std::int8_t)
+
+}  // namespace inferkit::detail
