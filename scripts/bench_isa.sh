@@ -7,6 +7,9 @@
 # table. Every figure is a ratio against a baseline timed in the same run (stream read, Eigen
 # GEMM, memcpy; PlainConsumer: a TU built without -m flags against its own build). Each run
 # holds /tmp/inferkit-bench.lock so that benchmarks on a shared machine never overlap.
+# With INFERKIT_MODEL set (scripts/fetch-model.sh), also the whole model: bench_model's decode at
+# batch 1 and 512-token prefill on both builds, alternated twice, as tokens/s (two processes:
+# the only figures here not timed against a same-run baseline).
 # Options (environment): MIN_TIME (default 0.1 s per case), PATHS (default "avx512 avx2 baseline").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +17,9 @@ source scripts/common.sh
 inferkit_install_missing
 for preset in release release-plain; do
   cmake --preset "$preset" >/dev/null
-  cmake --build --preset "$preset" --target inferkit_bench_attention inferkit_bench_kv
+  targets=(inferkit_bench_attention inferkit_bench_kv)
+  [ -n "${INFERKIT_MODEL:-}" ] && targets+=(inferkit_bench_model)
+  cmake --build --preset "$preset" --target "${targets[@]}"
 done
 out=bench-results/isa
 mkdir -p "$out"
@@ -41,6 +46,14 @@ for isa in ${PATHS:-avx512 avx2 baseline}; do
     INFERKIT_CPU_ISA="$isa"
   run "plain-$isa.kv" build/release-plain/benchmarks/inferkit_bench_kv "$kv" INFERKIT_CPU_ISA="$isa"
 done
+if [ -n "${INFERKIT_MODEL:-}" ]; then
+  for round in 1 2; do
+    for preset in release release-plain; do
+      run "model-$preset-$round" "build/$preset/benchmarks/inferkit_bench_model" \
+        'BM_Model_Decode/batch:1/|BM_Model_Prefill/tokens:512/'
+    done
+  done
+fi
 echo "== done ($(uptime | sed 's/.*load/load/'))"
 python3 - "$out" ${PATHS:-avx512 avx2 baseline} <<'PY'
 import json, sys, os
@@ -73,6 +86,23 @@ for b in builds:
                     table[row] = {}
                     order.insert(0, row)
                 table[row][b] = r.get("stream_bytes_per_second", 0) / 1e9
+model = {}
+for b in ("release", "release-plain"):
+    for rnd in (1, 2):
+        path = os.path.join(out, f"model-{b}-{rnd}.json")
+        if not os.path.exists(path):
+            continue
+        for r in json.load(open(path)).get("benchmarks", []):
+            name = r["name"].split("/min_time")[0].replace("/real_time", "")
+            model.setdefault(name, {}).setdefault(b, []).append(r["tokens_per_s"])
+for name, runs in model.items():
+    native, plain = max(runs.get("release", [0])), max(runs.get("release-plain", [0]))
+    row = (f"{name} tokens/s", "")
+    order.append(row)
+    table[row] = {"native": native, "plain-" + paths[0]: plain}
+    row = (f"{name} plain/native", "")
+    order.append(row)
+    table[row] = {"plain-" + paths[0]: plain / native if native else 0}
 width = max(len(f"{n} {k}") for n, k in order)
 print(f"\n{'case':<{width}}  " + "  ".join(f"{b:>15}" for b in builds))
 for row in order:
