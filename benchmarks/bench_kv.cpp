@@ -240,6 +240,10 @@ void BM_PagedKVCache_AppendDecode256(benchmark::State& state) {
   // pattern's own cost, so vs_scatter_memcpy isolates the library's overhead.
   const inferkit::PagedKVView<T> view = cache.view(0);
   const auto chunk = static_cast<std::size_t>(view.token_stride()) * sizeof(T);
+  // Fourth baseline, for appends from float: memcpy of the float input itself (4 bytes read per
+  // element, where the stored-byte baselines move 1-2): what a conversion must at least read.
+  std::vector<float> input_copy(kFromFloat ? 2 * elements : 0);
+  double input_total = 0.0;
   double scatter_total = 0.0;
   double op_total = 0.0;
   double hot_total = 0.0;
@@ -275,6 +279,13 @@ void BM_PagedKVCache_AppendDecode256(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(view.k);
     scatter_total += seconds_since(t3);
+    if constexpr (kFromFloat) {
+      const auto t4 = Clock::now();
+      std::memcpy(input_copy.data(), kf.data(), elements * sizeof(float));
+      std::memcpy(input_copy.data() + elements, vf.data(), elements * sizeof(float));
+      benchmark::DoNotOptimize(input_copy.data());
+      input_total += seconds_since(t4);
+    }
     cold_total += std::chrono::duration<double>(t3 - t2).count();
     hot_total += std::chrono::duration<double>(t2 - t1).count();
     op_total += t_op;
@@ -283,6 +294,7 @@ void BM_PagedKVCache_AppendDecode256(benchmark::State& state) {
   state.counters["vs_memcpy_hot"] = hot_total / op_total;
   state.counters["vs_memcpy_cold"] = cold_total / op_total;
   state.counters["vs_scatter_memcpy"] = scatter_total / op_total;
+  if constexpr (kFromFloat) state.counters["vs_memcpy_input"] = input_total / op_total;
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * stored_bytes));
 }
 BENCHMARK(BM_PagedKVCache_AppendDecode256<inferkit::float16, false>)

@@ -75,6 +75,8 @@ for b in builds:
                     rows = [(name, key)]
                     if prefix == "BM_PagedKVCache":
                         rows.append((name, "vs_memcpy_hot"))
+                        if "vs_memcpy_input" in r:
+                            rows.append((name, "vs_memcpy_input"))
                     for row in rows:
                         if row not in table:
                             table[row] = {}
