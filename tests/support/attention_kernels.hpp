@@ -17,10 +17,8 @@
 #include <inferkit/core/float8.hpp>
 
 // The paths this build compiles (core/cpu_isa.hpp); each instantiate_kernels_*.cpp compiles its
-// two KV types on every one of them. Under the sanitizers those TUs compile the best path only
-// (the one the tests run there; INFERKIT_CPU_ISA reruns are a dev-phase job) and the other paths
-// come from instantiate_unsanitized_*.cpp, built without instrumentation: the three
-// instrumented TUs took 480 s each with every path in them, a third of the ASan build.
+// two KV types on every one of them (the sanitizer build has only the portable path: it
+// defines INFERKIT_CPU_DISPATCH=0, see CMakePresets.json).
 #if INFERKIT_CPU_DISPATCH
 #  define INFERKIT_TEST_FOR_EACH_PATH(X, KV) \
     X(avx512, KV)                            \
@@ -32,15 +30,6 @@
     X(baseline, KV)
 #else
 #  define INFERKIT_TEST_FOR_EACH_PATH(X, KV) X(baseline, KV)
-#endif
-#if defined(INFERKIT_TEST_SANITIZED) && INFERKIT_TEST_SANITIZED && INFERKIT_CPU_DISPATCH
-#  define INFERKIT_TEST_FOR_EACH_SANITIZED_PATH(X, KV) X(avx512, KV)
-#  define INFERKIT_TEST_FOR_EACH_UNSANITIZED_PATH(X, KV) \
-    X(avx2, KV)                                          \
-    X(baseline, KV)
-#else
-#  define INFERKIT_TEST_FOR_EACH_SANITIZED_PATH(X, KV) INFERKIT_TEST_FOR_EACH_PATH(X, KV)
-#  define INFERKIT_TEST_FOR_EACH_UNSANITIZED_PATH(X, KV)
 #endif
 #define INFERKIT_TEST_DECLARE_KERNEL(path, KV)                         \
   extern template void dispatch_paged_attention<path::IsaKernels, KV>( \

@@ -12,11 +12,7 @@
 #include <inferkit/core/cpu_isa.hpp>
 #include <string>
 
-#if INFERKIT_CPU_DISPATCH && defined(INFERKIT_TEST_SANITIZED) && INFERKIT_TEST_SANITIZED
-// Under the sanitizers only the best x86 path: compiling every path's tiles there takes over five
-// minutes for one TU, and the dev phase already runs each path on the same code.
-#  define INFERKIT_TEST_CPU_PATHS inferkit::detail::avx512::IsaKernels
-#elif INFERKIT_CPU_DISPATCH
+#if INFERKIT_CPU_DISPATCH
 #  define INFERKIT_TEST_CPU_PATHS                                               \
     inferkit::detail::baseline::IsaKernels, inferkit::detail::avx2::IsaKernels, \
         inferkit::detail::avx512::IsaKernels
@@ -27,10 +23,12 @@
 #  define INFERKIT_TEST_CPU_PATHS inferkit::detail::baseline::IsaKernels
 #endif
 
-#if INFERKIT_HAS_AVX512
+// (The x86 policies exist only where the build dispatches: INFERKIT_CPU_DISPATCH=0 has the
+// portable path alone.)
+#if INFERKIT_CPU_DISPATCH && INFERKIT_HAS_AVX512
 #  define INFERKIT_TEST_SIMD_POLICIES \
     inferkit::detail::SimdPortable, inferkit::detail::SimdAvx2, inferkit::detail::SimdAvx512
-#elif INFERKIT_HAS_AVX2
+#elif INFERKIT_CPU_DISPATCH && INFERKIT_HAS_AVX2
 #  define INFERKIT_TEST_SIMD_POLICIES inferkit::detail::SimdPortable, inferkit::detail::SimdAvx2
 #elif INFERKIT_HAS_NEON
 #  define INFERKIT_TEST_SIMD_POLICIES inferkit::detail::SimdPortable, inferkit::detail::SimdNeon

@@ -88,11 +88,18 @@
 // INFERKIT_CPU_DISPATCH: 1 where the CPU kernels are compiled for several x86 ISAs in every TU
 // (function-level target regions, below) and one is chosen at run time (core/cpu_isa.hpp):
 // x86 with g++ or clang, outside nvcc. Elsewhere each TU has one path: NEON on aarch64
-// (INFERKIT_HAS_NEON), the portable baseline otherwise.
-#if INFERKIT_ARCH_X86 && (defined(__GNUC__) || defined(__clang__)) && !INFERKIT_CUDA_COMPILER
-#  define INFERKIT_CPU_DISPATCH 1
-#else
-#  define INFERKIT_CPU_DISPATCH 0
+// (INFERKIT_HAS_NEON), the portable baseline otherwise. A TU may define it 0 to compile only
+// the portable path, at its own -m flags (a third of the kernels' compile time; the sanitizer
+// tests build that way); the ISA namespace below then has another name.
+#if !defined(INFERKIT_CPU_DISPATCH)
+#  if INFERKIT_ARCH_X86 && (defined(__GNUC__) || defined(__clang__)) && !INFERKIT_CUDA_COMPILER
+#    define INFERKIT_CPU_DISPATCH 1
+#  else
+#    define INFERKIT_CPU_DISPATCH 0
+#  endif
+#elif INFERKIT_CPU_DISPATCH && \
+    !(INFERKIT_ARCH_X86 && (defined(__GNUC__) || defined(__clang__)) && !INFERKIT_CUDA_COMPILER)
+#  error "INFERKIT_CPU_DISPATCH=1 needs x86 with g++ or clang, outside nvcc"
 #endif
 #if INFERKIT_ARCH_AARCH64 && !INFERKIT_CUDA_COMPILER
 #  define INFERKIT_HAS_NEON 1
@@ -166,10 +173,17 @@
 #else
 #  define INFERKIT_PP_NVCC_BIT 0
 #endif
+// x86 TUs that compile only the portable path (INFERKIT_CPU_DISPATCH=0 outside nvcc) get their
+// own prefix: their entry points have no run-time choice, so they must not merge with the rest.
+#if INFERKIT_ARCH_X86 && !INFERKIT_CPU_DISPATCH && !INFERKIT_CUDA_COMPILER
+#  define INFERKIT_PP_X86_PREFIX isa_x86_static_
+#else
+#  define INFERKIT_PP_X86_PREFIX isa_x86_
+#endif
 #if INFERKIT_ARCH_X86
 #  define INFERKIT_ISA_ABI                                                                   \
     INFERKIT_PP_JOIN6(                                                                       \
-        isa_x86_, INFERKIT_PP_NVCC_BIT,                                                      \
+        INFERKIT_PP_X86_PREFIX, INFERKIT_PP_NVCC_BIT,                                        \
         INFERKIT_PP_JOIN6(INFERKIT_PP_BIT(__SSE3__), INFERKIT_PP_BIT(__SSSE3__),             \
                           INFERKIT_PP_BIT(__SSE4_1__), INFERKIT_PP_BIT(__SSE4_2__),          \
                           INFERKIT_PP_BIT(__POPCNT__), INFERKIT_PP_BIT(__AVX__)),            \
