@@ -112,6 +112,53 @@ TEMPLATE_TEST_CASE("PagedKVCache: append then gather round-trips within the stor
   SECTION("eight heads of 64") { check_round_trip<TestType>(8, 64, 23); }
 }
 
+// One append large enough to split its heads over threads (kParallelAppendElements) against the
+// same tokens appended one call each (serial): every stored element and scale must be the same.
+// 16 sequences of 20 tokens in 2 blocks each, growing magnitudes (fp8 blocks rescale as they
+// fill), sequence-major like a chunked prefill.
+template <class T>
+void check_large_append_matches_single_tokens() {
+  const PagedKVCacheShape shape{1, 32, 16, 8, 128};
+  PagedKVCache<T> big(shape), single(shape);
+  Rng rng(77);
+  constexpr std::int64_t kSeqs = 16, kTokens = 20;
+  const std::size_t per_token = std::size_t{8} * 128;
+  std::vector<std::int64_t> slots;
+  std::vector<float> k, v;
+  for (std::int64_t s = 0; s < kSeqs; ++s) {
+    for (std::int64_t p = 0; p < kTokens; ++p) {
+      slots.push_back(s * 2 * shape.block_size + p);
+      const auto kt = random_values(rng, per_token, 0.5f + static_cast<float>(p));
+      const auto vt = random_values(rng, per_token, 1.0f + 0.25f * static_cast<float>(p));
+      k.insert(k.end(), kt.begin(), kt.end());
+      v.insert(v.end(), vt.begin(), vt.end());
+    }
+  }
+  REQUIRE(slots.size() * per_token >= (std::size_t{1} << 16));  // the threaded path
+  big.append(0, slots, k, v);
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    single.append(0, std::span<const std::int64_t>(&slots[i], 1),
+                  std::span<const float>(&k[i * per_token], per_token),
+                  std::span<const float>(&v[i * per_token], per_token));
+  }
+  std::vector<BlockId> all(static_cast<std::size_t>(shape.num_blocks));
+  for (std::size_t b = 0; b < all.size(); ++b) all[b] = static_cast<BlockId>(b);
+  const std::size_t n = all.size() * shape.block_size * per_token;
+  std::vector<float> bk(n), bv(n), sk(n), sv(n);
+  big.gather(0, all, shape.num_blocks * shape.block_size, bk, bv);
+  single.gather(0, all, shape.num_blocks * shape.block_size, sk, sv);
+  CHECK(std::memcmp(bk.data(), sk.data(), n * sizeof(float)) == 0);
+  CHECK(std::memcmp(bv.data(), sv.data(), n * sizeof(float)) == 0);
+}
+
+TEMPLATE_TEST_CASE(
+    "PagedKVCache: a large append (heads on threads) stores the bits of one-token "
+    "appends",
+    "[kv][paged_kv_cache]", float, float16, bfloat16, float8_e4m3, float8_e5m2, std::int8_t,
+    std::uint8_t) {
+  check_large_append_matches_single_tokens<TestType>();
+}
+
 TEST_CASE("PagedKVCache: the view layout is blocks then heads then slots then head_dim",
           "[kv][paged_kv_cache]") {
   const PagedKVCacheShape shape{3, 5, 4, 2, 8};

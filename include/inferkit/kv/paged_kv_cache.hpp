@@ -76,6 +76,9 @@ class PagedKVCache {
   using Storage = std::vector<T, detail::AlignedAllocator<T, 64>>;
   // Appends stage one token-head vector on the stack, then stream it to its page.
   static constexpr std::size_t kStagingBytes = 4096;
+  // Elements from which a quantizing append splits its heads over OpenMP threads (a decode step
+  // of 256 sequences x 8 heads x 128 is 262K; a 64-sequence step of 2 heads x 64 stays serial).
+  static constexpr std::size_t kParallelAppendElements = std::size_t{1} << 16;
 
   Storage k_;  // 64-byte aligned, so token chunks of 32-byte multiples take streaming stores
   Storage v_;
@@ -391,13 +394,21 @@ class PagedKVCache {
     float* zeros = zero.empty() ? nullptr : zero.data() + layer * layer_scales_;
     const auto hd = static_cast<std::size_t>(shape_.head_dim);
     const auto ts = static_cast<std::size_t>(token_stride_);
-    alignas(64) unsigned char staging[kStagingBytes];
     const bool staged = ts * sizeof(T) <= kStagingBytes;
-    for (std::size_t i = 0; i < slots.size(); ++i) {
-      if (slots[i] < 0) continue;
-      const auto block = static_cast<std::int32_t>(slots[i] / shape_.block_size);
-      const auto slot = static_cast<std::int32_t>(slots[i] % shape_.block_size);
-      for (std::int32_t h = 0; h < shape_.num_kv_heads; ++h) {
+    // Heads outermost: a head's pages, scales and fp8 rescales are its own, and its tokens stay
+    // in order, so the heads run on any threads with the bits of one thread.
+    const std::int32_t heads = shape_.num_kv_heads;
+    [[maybe_unused]] const bool parallel =
+        heads > 1 && slots.size() * idx(heads) * hd >= kParallelAppendElements;
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel for schedule(static) if (parallel)
+#endif
+    for (std::int32_t h = 0; h < heads; ++h) {
+      alignas(64) unsigned char staging[kStagingBytes];
+      for (std::size_t i = 0; i < slots.size(); ++i) {
+        if (slots[i] < 0) continue;
+        const auto block = static_cast<std::int32_t>(slots[i] / shape_.block_size);
+        const auto slot = static_cast<std::int32_t>(slots[i] % shape_.block_size);
         const std::span<const float> x =
             src.subspan((i * idx(shape_.num_kv_heads) + idx(h)) * hd, hd);
         T* const page = base + g.offset(block, h, slot);
@@ -424,6 +435,7 @@ class PagedKVCache {
         }
         if (staged) detail::stream_copy(page, out, ts * sizeof(T));
       }
+      detail::stream_fence();  // this thread's streaming stores, before the team's barrier
     }
   }
 
