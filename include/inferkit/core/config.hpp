@@ -91,14 +91,14 @@
 // (INFERKIT_HAS_NEON), the portable baseline otherwise. A TU may define it 0 to compile only
 // the portable path, at its own -m flags (a third of the kernels' compile time; the sanitizer
 // tests build that way); the ISA namespace below then has another name.
+#if INFERKIT_ARCH_X86 && (defined(__GNUC__) || defined(__clang__)) && !INFERKIT_CUDA_COMPILER
+#  define INFERKIT_CPU_CAN_DISPATCH 1
+#else
+#  define INFERKIT_CPU_CAN_DISPATCH 0
+#endif
 #if !defined(INFERKIT_CPU_DISPATCH)
-#  if INFERKIT_ARCH_X86 && (defined(__GNUC__) || defined(__clang__)) && !INFERKIT_CUDA_COMPILER
-#    define INFERKIT_CPU_DISPATCH 1
-#  else
-#    define INFERKIT_CPU_DISPATCH 0
-#  endif
-#elif INFERKIT_CPU_DISPATCH && \
-    !(INFERKIT_ARCH_X86 && (defined(__GNUC__) || defined(__clang__)) && !INFERKIT_CUDA_COMPILER)
+#  define INFERKIT_CPU_DISPATCH INFERKIT_CPU_CAN_DISPATCH
+#elif INFERKIT_CPU_DISPATCH && !INFERKIT_CPU_CAN_DISPATCH
 #  error "INFERKIT_CPU_DISPATCH=1 needs x86 with g++ or clang, outside nvcc"
 #endif
 #if INFERKIT_ARCH_AARCH64 && !INFERKIT_CUDA_COMPILER
@@ -175,7 +175,7 @@
 #endif
 // x86 TUs that compile only the portable path (INFERKIT_CPU_DISPATCH=0 outside nvcc) get their
 // own prefix: their entry points have no run-time choice, so they must not merge with the rest.
-#if INFERKIT_ARCH_X86 && !INFERKIT_CPU_DISPATCH && !INFERKIT_CUDA_COMPILER
+#if INFERKIT_CPU_CAN_DISPATCH && !INFERKIT_CPU_DISPATCH
 #  define INFERKIT_PP_X86_PREFIX isa_x86_static_
 #else
 #  define INFERKIT_PP_X86_PREFIX isa_x86_
