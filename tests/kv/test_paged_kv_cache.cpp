@@ -122,7 +122,7 @@ void check_large_append_matches_single_tokens() {
   PagedKVCache<T> big(shape), single(shape);
   Rng rng(77);
   constexpr std::int64_t kSeqs = 16, kTokens = 20;
-  const std::size_t per_token = std::size_t{8} * 128;
+  const auto per_token = static_cast<std::size_t>(shape.num_kv_heads) * shape.head_dim;
   std::vector<std::int64_t> slots;
   std::vector<float> k, v;
   for (std::int64_t s = 0; s < kSeqs; ++s) {

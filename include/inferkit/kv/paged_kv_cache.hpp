@@ -409,8 +409,7 @@ class PagedKVCache {
         if (slots[i] < 0) continue;
         const auto block = static_cast<std::int32_t>(slots[i] / shape_.block_size);
         const auto slot = static_cast<std::int32_t>(slots[i] % shape_.block_size);
-        const std::span<const float> x =
-            src.subspan((i * idx(shape_.num_kv_heads) + idx(h)) * hd, hd);
+        const std::span<const float> x = src.subspan((i * idx(heads) + idx(h)) * hd, hd);
         T* const page = base + g.offset(block, h, slot);
         T* const out = staged ? reinterpret_cast<T*>(staging) : page;
         if constexpr (kScheme == KVQuantization::kNone) {
@@ -421,7 +420,7 @@ class PagedKVCache {
           const std::int64_t at = g.token_scale_index(block, h, slot);
           kernels.quantize_int4(x.data(), out, hd, &scales[at], &zeros[at]);
         } else {  // fp8: one scale per (block, head), grown by powers of two
-          float& s = scales[std::int64_t{block} * shape_.num_kv_heads + h];
+          float& s = scales[std::int64_t{block} * heads + h];
           const float current = slot == 0 ? 0.0f : s;
           const float need =
               fp8_block_scale(kernels.abs_max(x.data(), hd), KVStorageTraits<T>::kMaxFinite);
