@@ -7,6 +7,7 @@
 // * scale, in float), so the dtype only changes the data, not the error budget: what remains is
 // fp32 accumulation, a polynomial exp (~2e-7 relative) and the float scale. We allow 2e-5 on
 // outputs (|v| <= ~1.3 for every dtype here) and 2e-5 on the natural-log LSE.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <inferkit/core/float8.hpp>
 #include <inferkit/core/rng.hpp>
 #include <limits>
+#include <span>
 #include <string>
 #include <tests/support/attention_kernels.hpp>
 #include <tests/support/error_code.hpp>
@@ -165,6 +167,71 @@ TEST_CASE("paged_decode: unwritten slots holding NaN never reach the output",
   auto f8 = make_paged_kv<std::int8_t>(rng, lens, 2, 16, 64);  // int8: NaN scales
   const DecodeResult r8 = run_decode(f8, q, 8, 1, default_params());
   for (float x : r8.out) REQUIRE(std::isfinite(x));
+}
+
+TEST_CASE("paged_decode: an e4m3 NaN code in a visible key or value reaches the output",
+          "[attention][paged_decode]") {
+  // A NaN code (0x7F or 0xFF) must give exactly the NaNs of the reference: a NaN key makes its
+  // rows all NaN (score, LSE, every output), a NaN value only that output element.
+  // Group 4 and 8 take the register path, 3 queries x 4 the fp32-scratch path; head_dim 72 the
+  // runtime path with a partial last chunk; the code sits at the first or last dim, at a key
+  // every query row sees (3 queries: positions 67-69). (A NaN value at a key a row cannot see
+  // still reaches it, as 0 * NaN: the kernels multiply whole tiles.)
+  struct Poison {
+    bool in_v;
+    std::int64_t pos;
+    std::int32_t head;
+    bool last_dim;
+    std::uint8_t code;
+  };
+  const Poison poisons[] = {{false, 40, 1, false, 0x7F},
+                            {true, 5, 0, true, 0xFF},
+                            {true, 66, 1, false, 0x7F},
+                            {false, 17, 0, true, 0xFF}};
+  struct Shape {
+    std::int32_t head_dim, group, q_per_seq;
+  };
+  const Shape shapes[] = {{128, 4, 1}, {128, 8, 1}, {72, 4, 1}, {128, 4, 3}};
+  std::uint64_t seed = 900;
+  for (const Shape& sh : shapes) {
+    for (const Poison& p : poisons) {
+      Rng rng(seed++);
+      auto f = make_paged_kv<float8_e4m3>(rng, {70, 33}, 2, 16, sh.head_dim);
+      const std::int32_t d = p.last_dim ? sh.head_dim - 1 : 0;
+      const auto block = f.indices[static_cast<std::size_t>(p.pos / 16)];
+      const auto off = f.view().offset(block, p.head, static_cast<std::int32_t>(p.pos % 16)) + d;
+      (p.in_v ? f.v : f.k)[static_cast<std::size_t>(off)] = float8_e4m3::from_bits(p.code);
+      const std::int32_t qo_heads = 2 * sh.group;
+      const auto row_elems = static_cast<std::size_t>(sh.q_per_seq * qo_heads * sh.head_dim);
+      const auto q = test::random_floats(rng, row_elems * 2, -2.0f, 2.0f);
+      const DecodeResult got = run_decode(f, q, qo_heads, sh.q_per_seq, default_params());
+      INFO("head_dim " << sh.head_dim << " group " << sh.group << " q_per_seq " << sh.q_per_seq
+                       << (p.in_v ? " V" : " K") << " NaN at position " << p.pos << " head "
+                       << p.head << " dim " << d);
+      std::vector<double> want_out, want_lse;
+      test::reference_for_sequence(f, 0, std::span<const float>(q.data(), row_elems), sh.q_per_seq,
+                                   qo_heads, default_params(), want_out, want_lse);
+      std::size_t nans = 0;
+      double worst = 0.0;
+      for (std::size_t i = 0; i < row_elems; ++i) {
+        REQUIRE(std::isnan(got.out[i]) == std::isnan(want_out[i]));
+        if (std::isnan(want_out[i])) {
+          ++nans;
+        } else {
+          worst = std::max(worst, std::abs(got.out[i] - want_out[i]));
+        }
+      }
+      for (std::size_t i = 0; i < want_lse.size(); ++i) {
+        REQUIRE(std::isnan(got.lse[i]) == std::isnan(want_lse[i]));
+      }
+      CHECK(worst <= kOutTol);
+      // A NaN key poisons its KV head's whole group; a NaN value one dim of each of its rows.
+      const auto rows = static_cast<std::size_t>(sh.q_per_seq * sh.group);
+      CHECK(nans == (p.in_v ? rows : rows * static_cast<std::size_t>(sh.head_dim)));
+      // The other sequence's pages hold no NaN code: its outputs stay finite.
+      for (std::size_t i = row_elems; i < 2 * row_elems; ++i) REQUIRE(std::isfinite(got.out[i]));
+    }
+  }
 }
 
 TEST_CASE("paged_decode: results are identical for any thread count and any batch",

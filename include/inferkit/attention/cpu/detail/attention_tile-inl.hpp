@@ -390,12 +390,14 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
       sum += Simd::reduce_add(
           Simd::load(&s.row_sum[scratch_index(std::int64_t{r} * kTileTokens + i * kLanes)]));
     }
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    // sum is exactly 0 for a row that sees no key; a NaN sum (a NaN key) stays NaN in both.
+    const bool empty = sum == 0.0f;
+    const float inv = empty ? 0.0f : 1.0f / sum;
     const float* o = &s.o[scratch_index(r) * scratch_index(padded)];
     for (std::int32_t d = 0; d < dim; ++d) out[d] = o[d] * inv;
     if (rows.lse != nullptr) {
       rows.lse[t * rows.lse_token_stride + g] =
-          sum > 0.0f ? s.row_max[scratch_index(r)] + std::log(sum) : kNegInf;
+          empty ? kNegInf : s.row_max[scratch_index(r)] + std::log(sum);
     }
   }
 }

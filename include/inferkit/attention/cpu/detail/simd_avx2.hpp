@@ -72,7 +72,7 @@ struct SimdAvx2 {
   /// exp(x) for x <= 0 (and -inf), as the AVX-512 policy: 2^n * p(r), degree-6 polynomial;
   /// 2^n applied as 2^(n + 64) * 2^-64 so subnormal results round once instead of flushing.
   static V exp_nonpositive(V x) noexcept {
-    x = _mm256_max_ps(x, _mm256_set1_ps(-120.0f));
+    x = _mm256_max_ps(_mm256_set1_ps(-120.0f), x);  // x second: a NaN stays NaN (vmaxps)
     const V n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     V r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);

@@ -58,7 +58,9 @@ struct SimdAvx512 {
   /// exp(x) for x <= 0 (and -inf): 2^n * p(r), x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor
   /// polynomial (relative error ~2e-7, below fp32 accumulation noise).
   static V exp_nonpositive(V x) noexcept {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-120.0f));  // exp(-120) underflows to 0 below
+    // exp(-120) underflows to 0 below. vmaxps returns its second operand when either is NaN:
+    // x second, so a NaN score (a NaN key) stays NaN, as in exact arithmetic.
+    x = _mm512_max_ps(_mm512_set1_ps(-120.0f), x);
     const V n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     V r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
