@@ -29,8 +29,13 @@ using namespace inferkit;
 
 #ifdef INFERKIT_TEST_SANITIZED
 constexpr int kScale = 4;  // sanitized builds run ~10x slower: fewer and shorter requests
+// Prefill dominates these tests there: fewer prompts for the two slowest.
+constexpr int kSpecPrompts = 4;
+constexpr int kBatchRequests = 4;
 #else
 constexpr int kScale = 1;
+constexpr int kSpecPrompts = 8;
+constexpr int kBatchRequests = 32;
 #endif
 
 struct Loaded {
@@ -163,7 +168,7 @@ TEST_CASE("Engine: greedy generation equals an exact fp64 forward, and follows l
 
 TEST_CASE("Engine: speculative decoding changes no greedy token", "[engine][engine]") {
   INFERKIT_NEED_MODEL(m);
-  const auto prompts = prompts_of(m->tokenizer, 8);
+  const auto prompts = prompts_of(m->tokenizer, kSpecPrompts);
   EngineStats spec_stats;
   const auto plain = serve(m->model, options(false, false), prompts, 40 / kScale);
   const auto spec = serve(m->model, options(false, true), prompts, 40 / kScale, &spec_stats);
@@ -210,7 +215,7 @@ TEST_CASE("Engine: prefix-cache hits change no output", "[engine][engine]") {
 TEST_CASE("Engine: a request's tokens are the same alone, in a batch and at any thread count",
           "[engine][engine]") {
   INFERKIT_NEED_MODEL(m);
-  const int n = 32 / kScale;
+  const int n = kBatchRequests;
   const auto prompts = prompts_of(m->tokenizer, n);
   const std::int64_t len = 16 / kScale;
   const auto batched = serve(m->model, options(true, false), prompts, len);
