@@ -89,12 +89,22 @@ void check_walks_exactly_the_tile(std::int32_t block_size, std::int32_t head_dim
     std::set<std::uintptr_t> want = k_want;
     want.insert(v_want.begin(), v_want.end());
     std::int64_t walked = 0;
-    // In uneven steps, as the kernel's quota does.
+    const auto record = [&](const char* line) {
+      ++walked;
+      got.insert(line_of(line));
+    };
+    // In uneven steps, as the kernel's quota does; in place, or (as the kernels' loops do) on a
+    // copied cursor walked a few times and stored back.
     while (!pf.done()) {
-      pf.walk(1 + rng.next_u32() % 3, [&](const char* line) {
-        ++walked;
-        got.insert(line_of(line));
-      });
+      if (rng.next_u32() % 2 == 0) {
+        pf.walk(1 + rng.next_u32() % 3, record);
+      } else {
+        auto cursor = pf.cursor();
+        for (std::uint32_t i = rng.next_u32() % 4; i > 0; --i) {
+          pf.walk(cursor, 1 + rng.next_u32() % 3, record);
+        }
+        pf.resume(cursor);
+      }
     }
     // pf.lines counts steps of one K and one V line: walking one step at a time takes that many.
     SpreadPrefetcher<const KV> one_by_one;

@@ -133,8 +133,9 @@ INFERKIT_FORCEINLINE void qk_direct(const float* q, std::int32_t padded, std::in
   INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
     INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) acc[r][t] = Simd::zero();
   }
+  auto cur = pf.cursor();
   for (std::int32_t c = 0; c < chunks; ++c) {
-    pf.issue(pf_lines);
+    pf.issue(cur, pf_lines);
     const std::int32_t n = dim - c * kLanes;
     V k[kTok];
     INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) {
@@ -145,6 +146,7 @@ INFERKIT_FORCEINLINE void qk_direct(const float* q, std::int32_t padded, std::in
       INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) acc[r][t] = Simd::fma(qv, k[t], acc[r][t]);
     }
   }
+  pf.resume(cur);
   INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
     INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) {
       Simd::store(acc_out + std::ptrdiff_t{r * kTileTokens + j0 + t} * kLanes, acc[r][t]);
@@ -172,8 +174,9 @@ INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, st
       INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) acc[r][c] = Simd::mul(acc[r][c], a);
     }
   }
+  auto cur = pf.cursor();
   for (std::int32_t j = 0; j < count; ++j) {
-    pf.issue(pf_lines);
+    pf.issue(cur, pf_lines);
     V v[kCh];
     INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
       v[c] = load_chunk<kHeadDim>(tr.v[j] + (c0 + c) * kLanes, dim - (c0 + c) * kLanes);
@@ -183,6 +186,7 @@ INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, st
       INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) acc[r][c] = Simd::fma(p, v[c], acc[r][c]);
     }
   }
+  pf.resume(cur);
   INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
     INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
       Simd::store(&s.o[scratch_index(std::int64_t{r} * padded + std::int64_t{c0 + c} * kLanes)],
