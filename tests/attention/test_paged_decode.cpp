@@ -198,8 +198,9 @@ TEST_CASE("paged_decode: an e4m3 NaN code in a visible key or value reaches the 
       Rng rng(seed++);
       auto f = make_paged_kv<float8_e4m3>(rng, {70, 33}, 2, 16, sh.head_dim);
       const std::int32_t d = p.last_dim ? sh.head_dim - 1 : 0;
-      const auto block = f.indices[static_cast<std::size_t>(p.pos / 16)];
-      const auto off = f.view().offset(block, p.head, static_cast<std::int32_t>(p.pos % 16)) + d;
+      const auto block = f.indices[static_cast<std::size_t>(p.pos / f.block_size)];
+      const auto slot = static_cast<std::int32_t>(p.pos % f.block_size);
+      const auto off = f.view().offset(block, p.head, slot) + d;
       (p.in_v ? f.v : f.k)[static_cast<std::size_t>(off)] = float8_e4m3::from_bits(p.code);
       const std::int32_t qo_heads = 2 * sh.group;
       const auto row_elems = static_cast<std::size_t>(sh.q_per_seq * qo_heads * sh.head_dim);

@@ -47,7 +47,8 @@ struct SpreadPrefetcher {
   };
   /// Where the walk stands. A kernel loop copies it into a local (cursor()), walks that, and
   /// stores it back (resume()): the struct itself, holding an array, stays in memory, and a walk
-  /// on its members stores and reloads them at every step (measured: 8-11% of decode time).
+  /// on its members stores and reloads them at every step (measured: decode ran 8-11% faster
+  /// once the loops walked a local copy).
   struct Cursor {
     const char* k = nullptr;  ///< the current run's next lines
     const char* v = nullptr;
