@@ -197,6 +197,86 @@ TEMPLATE_TEST_CASE("Simd: load_kv converts every storage type like kv_to_float w
   check_load_kv<TestType, std::int8_t>(rng);
 }
 
+TEMPLATE_TEST_CASE("Simd: raw e4m3 loads are kv_to_float / kE4m3RawDivisor for every non-NaN code",
+                   "[attention]", INFERKIT_TEST_SIMD_POLICIES) {
+  if constexpr (TestType::kRawE4m3) {
+    constexpr int kLanes = TestType::kLanes;
+    const float divisor = TestType::kE4m3RawDivisor;
+    // A power of two, so folding it into a scale changes no bit.
+    int exp = 0;
+    REQUIRE(std::frexp(divisor, &exp) == 0.5f);
+    Rng rng(41);
+    std::vector<float8_e4m3> codes;
+    for (std::uint32_t b = 0; b < 256; ++b) {
+      if ((b & 0x7Fu) != 0x7Fu)
+        codes.push_back(float8_e4m3::from_bits(static_cast<std::uint8_t>(b)));
+    }
+    while (codes.size() % kLanes != 0) codes.push_back(float8_e4m3::from_bits(0x80));  // -0
+    const auto check = [&](const float8_e4m3* p, int n, const Lanes<TestType>& got) {
+      for (int i = 0; i < kLanes; ++i) {
+        const float want = i < n ? detail::kv_to_float(p[i]) : 0.0f;
+        const float scaled = got[static_cast<std::size_t>(i)] * divisor;
+        INFO("code " << int{i < n ? p[i].bits : 0} << " n " << n << " lane " << i);
+        CHECK(std::bit_cast<std::uint32_t>(scaled) == std::bit_cast<std::uint32_t>(want));
+      }
+    };
+    for (std::size_t i = 0; i < codes.size(); i += kLanes) {
+      check(codes.data() + i, kLanes, lanes_of<TestType>(TestType::load_e4m3_raw_full(&codes[i])));
+      check(codes.data() + i, kLanes,
+            lanes_of<TestType>(TestType::load_e4m3_raw(&codes[i], kLanes)));
+    }
+    for (int n = 1; n < kLanes; ++n) {
+      const float8_e4m3* p =
+          codes.data() + rng.below(static_cast<std::uint32_t>(codes.size() - kLanes));
+      check(p, n, lanes_of<TestType>(TestType::load_e4m3_raw(p, n)));
+    }
+  } else {
+    SUCCEED("this policy has no raw e4m3 loads");
+  }
+}
+
+TEMPLATE_TEST_CASE("Simd: any_e4m3_nan finds a NaN code at any row, dim and in K or V",
+                   "[attention]", INFERKIT_TEST_SIMD_POLICIES) {
+  if constexpr (TestType::kRawE4m3) {
+    Rng rng(43);
+    for (const int dim : {1, 8, 31, 32, 40, 64, 72, 128, 200, 256}) {
+      for (int trial = 0; trial < 40; ++trial) {
+        const int count = 1 + static_cast<int>(rng.below(16));
+        std::vector<float8_e4m3> k(static_cast<std::size_t>(count * dim));
+        std::vector<float8_e4m3> v(k.size());
+        // Every code but the NaNs, 0x7E / 0xFE (the largest magnitudes) often.
+        const auto clean = [&] {
+          const std::uint32_t b = rng.below(4) == 0 ? 0x7Eu | (rng.below(2) << 7) : rng.below(256);
+          return float8_e4m3::from_bits(
+              static_cast<std::uint8_t>((b & 0x7Fu) == 0x7Fu ? 0x7Eu : b));
+        };
+        for (auto& x : k) x = clean();
+        for (auto& x : v) x = clean();
+        const float8_e4m3* kr[16];
+        const float8_e4m3* vr[16];
+        for (int j = 0; j < count; ++j) {
+          kr[j] = k.data() + static_cast<std::ptrdiff_t>(j) * dim;
+          vr[j] = v.data() + static_cast<std::ptrdiff_t>(j) * dim;
+        }
+        INFO("dim " << dim << " count " << count << " trial " << trial);
+        CHECK_FALSE(TestType::any_e4m3_nan(kr, vr, count, dim));
+        const bool in_v = rng.below(2) == 1;
+        const auto at =
+            static_cast<std::size_t>(rng.below(static_cast<std::uint32_t>(count * dim)));
+        (in_v ? v : k)[at] = float8_e4m3::from_bits(rng.below(2) == 0 ? 0x7F : 0xFF);
+        INFO((in_v ? "V" : "K") << " NaN at " << at);
+        CHECK(TestType::any_e4m3_nan(kr, vr, count, dim));
+        // Rows past count are not scanned.
+        if (count > 1 && at >= static_cast<std::size_t>((count - 1) * dim)) {
+          CHECK_FALSE(TestType::any_e4m3_nan(kr, vr, count - 1, dim));
+        }
+      }
+    }
+  } else {
+    SUCCEED("this policy has no raw e4m3 loads");
+  }
+}
+
 #if INFERKIT_TEST_HAS_MMAN
 namespace {
 

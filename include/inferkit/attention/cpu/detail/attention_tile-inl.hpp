@@ -110,10 +110,44 @@ inline void pv_rows(AttentionScratch& s, std::int32_t r0, std::int32_t chunks, s
   if (c < chunks) pv_block<kRows, 1>(s, r0, c, count, padded_dim);
 }
 
-/// Loads kLanes stored elements (or `n` < kLanes, zero-filled) as floats.
-template <int kHeadDim, class KV>
+/// Whether tiles of KV may take the policy's raw e4m3 loads (when they hold no NaN code).
+template <class KV>
+inline constexpr bool kRawE4m3 =
+    std::is_same_v<std::remove_const_t<KV>, float8_e4m3>&& Simd::kRawE4m3;
+
+/// The policy's raw e4m3 loads, named through a template parameter so that policies without
+/// them (kRawE4m3 false) are never asked for them.
+template <class Policy, int kHeadDim>
+INFERKIT_FORCEINLINE typename Policy::V load_e4m3_raw(const float8_e4m3* p,
+                                                      std::int32_t n) noexcept {
+  if constexpr (kHeadDim > 0 && kHeadDim % Policy::kLanes == 0) {
+    (void)n;
+    return Policy::load_e4m3_raw_full(p);
+  } else {
+    return Policy::load_e4m3_raw(p, n);
+  }
+}
+
+/// Whether the e4m3 tile `tr` takes the raw loads: when none of its K/V rows holds a NaN code
+/// (nearly always), with the loads' divisor then folded into its per-token scales.
+template <class Policy, class KV>
+INFERKIT_FORCEINLINE bool take_raw_e4m3(TileRows<KV>& tr, std::int32_t count,
+                                        std::int32_t dim) noexcept {
+  if (Policy::any_e4m3_nan(tr.k, tr.v, count, dim)) return false;
+  for (int j = 0; j < kTileTokens; ++j) {
+    tr.k_scale[j] *= Policy::kE4m3RawDivisor;
+    tr.v_scale[j] *= Policy::kE4m3RawDivisor;
+  }
+  return true;
+}
+
+/// Loads kLanes stored elements (or `n` < kLanes, zero-filled) as floats. kRaw: e4m3 through the
+/// raw loads (value / Simd::kE4m3RawDivisor, NaN codes not handled), for tiles without NaN codes.
+template <int kHeadDim, bool kRaw, class KV>
 INFERKIT_FORCEINLINE V load_chunk(const KV* p, std::int32_t n) noexcept {
-  if constexpr (kHeadDim > 0 && kHeadDim % kLanes == 0) {
+  if constexpr (kRaw) {
+    return load_e4m3_raw<Simd, kHeadDim>(p, n);
+  } else if constexpr (kHeadDim > 0 && kHeadDim % kLanes == 0) {
     (void)n;
     return Simd::load_kv_full(p);
   } else {
@@ -124,7 +158,7 @@ INFERKIT_FORCEINLINE V load_chunk(const KV* p, std::int32_t n) noexcept {
 /// Direct QK for kRows rows: dot products of every row with tokens [j0, j0 + kTok), reading
 /// and converting each K row once for all rows; writes the lane-partial sums to acc (laid out
 /// [kRows][16 tokens][kLanes]) for a later horizontal reduction.
-template <int kHeadDim, int kRows, int kTok, class KV>
+template <int kHeadDim, int kRows, int kTok, bool kRaw, class KV>
 INFERKIT_FORCEINLINE void qk_direct(const float* q, std::int32_t padded, std::int32_t dim,
                                     std::int32_t chunks, const TileRows<KV>& tr, std::int32_t j0,
                                     float* acc_out, SpreadPrefetcher<KV>& pf,
@@ -139,7 +173,7 @@ INFERKIT_FORCEINLINE void qk_direct(const float* q, std::int32_t padded, std::in
     const std::int32_t n = dim - c * kLanes;
     V k[kTok];
     INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) {
-      k[t] = load_chunk<kHeadDim>(tr.k[j0 + t] + c * kLanes, n);
+      k[t] = load_chunk<kHeadDim, kRaw>(tr.k[j0 + t] + c * kLanes, n);
     }
     INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
       const V qv = Simd::load(q + std::ptrdiff_t{r} * padded + std::ptrdiff_t{c} * kLanes);
@@ -157,7 +191,7 @@ INFERKIT_FORCEINLINE void qk_direct(const float* q, std::int32_t padded, std::in
 /// Direct PV for kRows rows and chunks [c0, c0 + kCh): o = o * alpha + sum_j p_j v_j, reading
 /// and converting each V row chunk once for all rows. Issues `pf_lines` line pairs of the spread
 /// prefetch per token.
-template <int kHeadDim, int kRows, int kCh, class KV>
+template <int kHeadDim, int kRows, int kCh, bool kRaw, class KV>
 INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, std::int32_t dim,
                                     const TileRows<KV>& tr, std::int32_t c0, std::int32_t count,
                                     SpreadPrefetcher<KV>& pf, std::int64_t pf_lines) noexcept {
@@ -179,7 +213,7 @@ INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, st
     pf.issue(cur, pf_lines);
     V v[kCh];
     INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
-      v[c] = load_chunk<kHeadDim>(tr.v[j] + (c0 + c) * kLanes, dim - (c0 + c) * kLanes);
+      v[c] = load_chunk<kHeadDim, kRaw>(tr.v[j] + (c0 + c) * kLanes, dim - (c0 + c) * kLanes);
     }
     INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
       const V p = Simd::set1(s.p[scratch_index(std::int64_t{r} * kTileTokens + j)]);
@@ -241,6 +275,71 @@ INFERKIT_FORCEINLINE void softmax_update(AttentionScratch& s, std::int32_t r, V*
   s.row_max[ri] = m_new;
   s.alpha[ri] = alpha;
   if (alpha != 1.0f) s.rescale = true;
+}
+
+/// One 16-token tile of the direct (decode) path and what its loops need.
+template <class KV>
+struct DirectTile {
+  const TileRows<KV>& tr;
+  std::int32_t count;  ///< tokens in the tile (<= 16)
+  std::int32_t dim;
+  std::int32_t chunks;
+  std::int32_t padded;
+  float cap;
+  bool scaled;
+  const std::uint32_t* keep;  ///< per row: the tile's keys it sees
+};
+
+/// QK, online softmax and PV of one tile for kRows rows, K/V converted in registers (through the
+/// raw e4m3 loads when kRaw): the tile-loop body of attend_rows_impl's direct path.
+template <int kHeadDim, int kRows, bool kRaw, class KV>
+INFERKIT_FORCEINLINE void decode_tile(const DirectTile<KV>& tile, AttentionScratch& s,
+                                      SpreadPrefetcher<KV>& pf, std::int64_t pf_lines) noexcept {
+  constexpr int kCh = Simd::pv_chunks(kRows);
+  constexpr int kTok = Simd::qk_tokens(kRows);
+  const TileRows<KV>& tr = tile.tr;
+  const std::int32_t count = tile.count;
+  const std::int32_t dim = tile.dim;
+  const std::int32_t chunks = tile.chunks;
+  const std::int32_t padded = tile.padded;
+  std::int32_t j = 0;
+  for (; j + kTok <= count; j += kTok) {
+    qk_direct<kHeadDim, kRows, kTok, kRaw>(s.q.data(), padded, dim, chunks, tr, j, s.acc.data(), pf,
+                                           pf_lines);
+  }
+  for (; j < count; ++j) {
+    qk_direct<kHeadDim, kRows, 1, kRaw>(s.q.data(), padded, dim, chunks, tr, j, s.acc.data(), pf,
+                                        pf_lines);
+  }
+  s.rescale = false;
+  for (std::int32_t r = 0; r < kRows; ++r) {
+    float* acc = &s.acc[scratch_index(r) * kTileTokens * kLanes];
+    std::fill(acc + std::ptrdiff_t{count} * kLanes, acc + std::ptrdiff_t{kTileTokens} * kLanes,
+              0.0f);
+    V scores[kScoreVectors];
+    INFERKIT_UNROLL for (int i = 0; i < kScoreVectors; ++i) {
+      V parts[kLanes];
+      INFERKIT_UNROLL for (int t = 0; t < kLanes; ++t) {
+        parts[t] = Simd::load(acc + std::ptrdiff_t{i * kLanes + t} * kLanes);
+      }
+      scores[i] = Simd::reduce_lanes(parts);
+      if (tile.scaled) scores[i] = Simd::mul(scores[i], Simd::load(tr.k_scale + i * kLanes));
+    }
+    softmax_update(s, r, scores, tile.keep[r], tile.cap, tile.scaled ? tr.v_scale : nullptr);
+  }
+  // Passes of kCh chunks, then one of 2 if at least 2 are left, then single chunks:
+  // pv_passes counts them for the prefetch quota.
+  std::int32_t c = 0;
+  for (; c + kCh <= chunks; c += kCh) {
+    pv_direct<kHeadDim, kRows, kCh, kRaw>(s, padded, dim, tr, c, count, pf, pf_lines);
+  }
+  if (c + 2 <= chunks) {
+    pv_direct<kHeadDim, kRows, 2, kRaw>(s, padded, dim, tr, c, count, pf, pf_lines);
+    c += 2;
+  }
+  for (; c < chunks; ++c) {
+    pv_direct<kHeadDim, kRows, 1, kRaw>(s, padded, dim, tr, c, count, pf, pf_lines);
+  }
 }
 
 /// Attends the rows of `rows` to keys [kv_begin, kv_end) of `src` (positions are token indices
@@ -310,43 +409,15 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
       if (prefetch_tokens_ahead > 0) pf.start(src, tok0 + prefetch_tokens_ahead, kv_end, row_bytes);
       const std::int64_t pf_lines = (pf.lines + steps - 1) / steps;
       tr.gather(src, tok0, count);
-      std::int32_t j = 0;
-      for (; j + kTok <= count; j += kTok) {
-        qk_direct<kHeadDim, kRows, kTok>(s.q.data(), padded, dim, chunks, tr, j, s.acc.data(), pf,
-                                         pf_lines);
-      }
-      for (; j < count; ++j) {
-        qk_direct<kHeadDim, kRows, 1>(s.q.data(), padded, dim, chunks, tr, j, s.acc.data(), pf,
-                                      pf_lines);
-      }
-      s.rescale = false;
-      for (std::int32_t r = 0; r < num_rows; ++r) {
-        float* acc = &s.acc[scratch_index(r) * kTileTokens * kLanes];
-        std::fill(acc + std::ptrdiff_t{count} * kLanes, acc + std::ptrdiff_t{kTileTokens} * kLanes,
-                  0.0f);
-        V scores[kScoreVectors];
-        INFERKIT_UNROLL for (int i = 0; i < kScoreVectors; ++i) {
-          V parts[kLanes];
-          INFERKIT_UNROLL for (int t = 0; t < kLanes; ++t) {
-            parts[t] = Simd::load(acc + std::ptrdiff_t{i * kLanes + t} * kLanes);
-          }
-          scores[i] = Simd::reduce_lanes(parts);
-          if (scaled) scores[i] = Simd::mul(scores[i], Simd::load(tr.k_scale + i * kLanes));
-        }
-        softmax_update(s, r, scores, visible(r, tok0, count), cap, scaled ? tr.v_scale : nullptr);
-      }
-      // Passes of kCh chunks, then one of 2 if at least 2 are left, then single chunks:
-      // pv_passes counts them for the prefetch quota.
-      std::int32_t c = 0;
-      for (; c + kCh <= chunks; c += kCh) {
-        pv_direct<kHeadDim, kRows, kCh>(s, padded, dim, tr, c, count, pf, pf_lines);
-      }
-      if (c + 2 <= chunks) {
-        pv_direct<kHeadDim, kRows, 2>(s, padded, dim, tr, c, count, pf, pf_lines);
-        c += 2;
-      }
-      for (; c < chunks; ++c) {
-        pv_direct<kHeadDim, kRows, 1>(s, padded, dim, tr, c, count, pf, pf_lines);
+      std::uint32_t keep[kRows];
+      for (std::int32_t r = 0; r < kRows; ++r) keep[r] = visible(r, tok0, count);
+      bool raw = false;
+      if constexpr (kRawE4m3<KV>) raw = take_raw_e4m3<Simd>(tr, count, dim);
+      const DirectTile<KV> tile{tr, count, dim, chunks, padded, cap, scaled, keep};
+      if (raw) {
+        decode_tile<kHeadDim, kRows, kRawE4m3<KV>>(tile, s, pf, pf_lines);
+      } else {
+        decode_tile<kHeadDim, kRows, false>(tile, s, pf, pf_lines);
       }
     } else {
       if (prefetch_tokens_ahead > 0) {

@@ -4,6 +4,7 @@
 // tile gathered along the page table (TileRows).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <inferkit/attention/cpu/detail/simd_common.hpp>
 #include <inferkit/core/float8.hpp>
@@ -84,12 +85,21 @@ struct TileRows {
   void gather(const KvHeadSource<KV>& src, std::int64_t tok0, std::int32_t count) noexcept {
     std::int64_t page = tok0 / src.block_size;
     auto slot = static_cast<std::int32_t>(tok0 - page * src.block_size);
-    if (slot + count <= src.block_size && src.scale_mode == KvScaleMode::kNone) {
-      // The whole tile lies in one page: rows are token_stride apart.
-      const std::int64_t off = src.pages[page] * src.block_stride + slot * src.token_stride;
+    if (slot + count <= src.block_size) {
+      // The whole tile lies in one page: rows are token_stride apart, and its scales are one
+      // (block, head) scale or count consecutive per-token ones.
+      const std::int32_t block = src.pages[page];
+      const std::int64_t off = block * src.block_stride + slot * src.token_stride;
       for (std::int32_t j = 0; j < count; ++j) {
         k[j] = src.k + off + j * src.token_stride;
         v[j] = src.v + off + j * src.token_stride;
+      }
+      if (src.scale_mode != KvScaleMode::kNone) {
+        const std::int64_t si = src.scale_index(block, slot);
+        const bool per_token = src.scale_mode == KvScaleMode::kPerToken;
+        copy_scales(src.k_scale, si, per_token, count, k_scale);
+        copy_scales(src.v_scale, si, per_token, count, v_scale);
+        pad_scales(count);
       }
       return;
     }
@@ -108,10 +118,26 @@ struct TileRows {
         ++page;
       }
     }
-    for (std::int32_t j = count; j < kTileTokens; ++j) {
-      k_scale[j] = 1.0f;
-      v_scale[j] = 1.0f;
+    pad_scales(count);
+  }
+
+ private:
+  /// out[j] = scales[first + j] (per_token) or scales[first], for j < count; 1 where there are
+  /// no scales.
+  static void copy_scales(const float* scales, std::int64_t first, bool per_token,
+                          std::int32_t count, float* out) noexcept {
+    if (scales == nullptr) {
+      std::fill_n(out, count, 1.0f);
+    } else if (!per_token) {
+      std::fill_n(out, count, scales[first]);
+    } else {
+      std::copy_n(scales + first, count, out);
     }
+  }
+
+  void pad_scales(std::int32_t count) noexcept {
+    std::fill(k_scale + count, k_scale + kTileTokens, 1.0f);
+    std::fill(v_scale + count, v_scale + kTileTokens, 1.0f);
   }
 };
 

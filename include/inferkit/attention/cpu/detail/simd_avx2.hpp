@@ -138,8 +138,7 @@ struct SimdAvx2 {
       } else if constexpr (std::is_same_v<T, float8_e4m3>) {
         // As the AVX-512 policy: fp16 bits (mag << 7, sign at 15) = value / 256, widened by F16C
         // (no denormal float operand, so no microcode assists for subnormal codes).
-        const __m128i h =
-            _mm_andnot_si128(_mm_set1_epi16(0x4000), _mm_slli_epi16(_mm_cvtepi8_epi16(b8), 7));
+        const __m128i h = e4m3_half_bits(b8);
         const V v = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
         const __m128i nan16 =
             _mm_cmpeq_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x3F80));
@@ -153,6 +152,51 @@ struct SimdAvx2 {
         return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b8));
       }
     }
+  }
+
+  /// e4m3 bytes -> the fp16 bits of value / 256 (mag << 7, sign at 15).
+  static __m128i e4m3_half_bits(__m128i b8) noexcept {
+    return _mm_andnot_si128(_mm_set1_epi16(0x4000), _mm_slli_epi16(_mm_cvtepi8_epi16(b8), 7));
+  }
+
+  /// Raw e4m3 loads for tiles that hold no NaN code, as the AVX-512 policy's: value / 256
+  /// (kE4m3RawDivisor, folded into the caller's scales), without load_kv_full's multiply and
+  /// its six-instruction NaN fix-up.
+  static constexpr bool kRawE4m3 = true;
+  static constexpr float kE4m3RawDivisor = 256.0f;
+  static V load_e4m3_raw_full(const float8_e4m3* p) noexcept {
+    return _mm256_cvtph_ps(e4m3_half_bits(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static V load_e4m3_raw(const float8_e4m3* p, int n) noexcept {
+    if (n >= kLanes) return load_e4m3_raw_full(p);
+    float8_e4m3 tmp[kLanes] = {};
+    for (int i = 0; i < n; ++i) tmp[i] = p[i];
+    return load_e4m3_raw_full(tmp);
+  }
+  /// Whether any of the rows k[0, count) and v[0, count), each `dim` e4m3 elements, holds a NaN
+  /// code (magnitude 0x7F): a running byte max of the magnitudes, 32 bytes at a time, the row
+  /// tails byte by byte.
+  static INFERKIT_FORCEINLINE bool any_e4m3_nan(const float8_e4m3* const* k,
+                                                const float8_e4m3* const* v, int count,
+                                                int dim) noexcept {
+    const __m256i mag = _mm256_set1_epi8(0x7F);
+    __m256i top = _mm256_setzero_si256();
+    bool tail_nan = false;
+    for (int j = 0; j < count; ++j) {
+      const auto* kr = reinterpret_cast<const std::uint8_t*>(k[j]);
+      const auto* vr = reinterpret_cast<const std::uint8_t*>(v[j]);
+      int d = 0;
+      for (; d + 32 <= dim; d += 32) {
+        const __m256i kb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kr + d));
+        const __m256i vb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(vr + d));
+        top = _mm256_max_epu8(
+            top, _mm256_max_epu8(_mm256_and_si256(kb, mag), _mm256_and_si256(vb, mag)));
+      }
+      for (; d < dim; ++d) {
+        tail_nan = tail_nan || (kr[d] & 0x7Fu) == 0x7Fu || (vr[d] & 0x7Fu) == 0x7Fu;
+      }
+    }
+    return tail_nan || _mm256_movemask_epi8(_mm256_cmpeq_epi8(top, mag)) != 0;
   }
 };
 

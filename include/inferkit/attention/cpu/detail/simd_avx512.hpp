@@ -158,8 +158,7 @@ struct SimdAvx512 {
       // measured). Sign-extended to 16 bits and shifted by 7, the byte's sign lands on bits 14
       // and 15: clearing 14 leaves the fp16. 0x7F (magnitude) is the format's only NaN: the
       // only code whose fp16 has magnitude bits 0x3F80.
-      const __m256i h = _mm256_andnot_si256(_mm256_set1_epi16(0x4000),
-                                            _mm256_slli_epi16(_mm256_cvtepi8_epi16(b8), 7));
+      const __m256i h = e4m3_half_bits(b8);
       const V v = _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
       const __mmask16 nan = _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)),
                                                     _mm256_set1_epi16(0x3F80));
@@ -171,6 +170,55 @@ struct SimdAvx512 {
       static_assert(std::is_same_v<T, std::int8_t>, "unsupported KV storage type");
       return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b8));
     }
+  }
+
+  /// e4m3 bytes -> the fp16 bits of value / 256 (see convert): sign-extended, shifted by 7, bit
+  /// 14 cleared.
+  static __m256i e4m3_half_bits(__m128i b8) noexcept {
+    return _mm256_andnot_si256(_mm256_set1_epi16(0x4000),
+                               _mm256_slli_epi16(_mm256_cvtepi8_epi16(b8), 7));
+  }
+
+  /// Raw e4m3 loads for tiles that hold no NaN code (any_e4m3_nan is false): convert's widening
+  /// without its multiply by 256 and its three-instruction NaN fix-up. They return value / 256
+  /// (kE4m3RawDivisor), which the caller folds into its per-token scales: a power of two, so the
+  /// dot products and weighted sums keep their bits (unless a product falls below 2^-118).
+  static constexpr bool kRawE4m3 = true;
+  static constexpr float kE4m3RawDivisor = 256.0f;
+  static V load_e4m3_raw_full(const float8_e4m3* p) noexcept {
+    return _mm512_cvtph_ps(e4m3_half_bits(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static V load_e4m3_raw(const float8_e4m3* p, int n) noexcept {
+    if (n >= kLanes) return load_e4m3_raw_full(p);
+    return _mm512_cvtph_ps(
+        e4m3_half_bits(_mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << n) - 1u), p)));
+  }
+  /// Whether any of the rows k[0, count) and v[0, count), each `dim` e4m3 elements, holds a NaN
+  /// code (magnitude 0x7F): a running byte max of the magnitudes, 64 bytes per two instructions,
+  /// tested once.
+  static INFERKIT_FORCEINLINE bool any_e4m3_nan(const float8_e4m3* const* k,
+                                                const float8_e4m3* const* v, int count,
+                                                int dim) noexcept {
+    const __m512i mag = _mm512_set1_epi8(0x7F);
+    __m512i top = _mm512_setzero_si512();
+    const int tail = dim % 64;
+    const auto tail_mask = static_cast<__mmask64>((std::uint64_t{1} << tail) - 1u);
+    for (int j = 0; j < count; ++j) {
+      const auto* kr = reinterpret_cast<const std::uint8_t*>(k[j]);
+      const auto* vr = reinterpret_cast<const std::uint8_t*>(v[j]);
+      int d = 0;
+      for (; d + 64 <= dim; d += 64) {
+        top = _mm512_max_epu8(top, _mm512_and_si512(_mm512_loadu_si512(kr + d), mag));
+        top = _mm512_max_epu8(top, _mm512_and_si512(_mm512_loadu_si512(vr + d), mag));
+      }
+      if (tail > 0) {
+        top =
+            _mm512_max_epu8(top, _mm512_and_si512(_mm512_maskz_loadu_epi8(tail_mask, kr + d), mag));
+        top =
+            _mm512_max_epu8(top, _mm512_and_si512(_mm512_maskz_loadu_epi8(tail_mask, vr + d), mag));
+      }
+    }
+    return _mm512_cmpeq_epi8_mask(top, mag) != 0;
   }
 };
 

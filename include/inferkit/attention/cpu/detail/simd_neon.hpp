@@ -24,6 +24,8 @@ inline namespace INFERKIT_ISA_ABI {
 /// NEON policy.
 struct SimdNeon {
   static constexpr int kLanes = 4;
+  /// No raw e4m3 loads: every e4m3 tile takes load_kv's checked conversion.
+  static constexpr bool kRawE4m3 = false;
   static constexpr int kRegisters = 32;
   using V = float32x4_t;
 

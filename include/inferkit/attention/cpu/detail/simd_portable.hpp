@@ -23,6 +23,8 @@ inline namespace INFERKIT_ISA_ABI {
 /// Portable policy: 4 floats per vector, register tiles sized for 16 vector registers.
 struct SimdPortable {
   static constexpr int kLanes = 4;
+  /// No raw e4m3 loads: every e4m3 tile takes load_kv's checked conversion.
+  static constexpr bool kRawE4m3 = false;
   static constexpr int kRegisters = 16;
   using V = float __attribute__((vector_size(16)));
   using VI = std::int32_t __attribute__((vector_size(16)));
