@@ -212,23 +212,21 @@ TEMPLATE_TEST_CASE("Simd: raw e4m3 loads are kv_to_float / kE4m3RawDivisor for e
         codes.push_back(float8_e4m3::from_bits(static_cast<std::uint8_t>(b)));
     }
     while (codes.size() % kLanes != 0) codes.push_back(float8_e4m3::from_bits(0x80));  // -0
-    const auto check = [&](const float8_e4m3* p, int n, const Lanes<TestType>& got) {
-      for (int i = 0; i < kLanes; ++i) {
-        const float want = i < n ? detail::kv_to_float(p[i]) : 0.0f;
-        const float scaled = got[static_cast<std::size_t>(i)] * divisor;
-        INFO("code " << int{i < n ? p[i].bits : 0} << " n " << n << " lane " << i);
-        CHECK(std::bit_cast<std::uint32_t>(scaled) == std::bit_cast<std::uint32_t>(want));
-      }
+    // Raw lanes times the divisor must be load_kv's lanes: check_converted's bitwise test.
+    const auto scaled = [&](typename TestType::V raw) {
+      Lanes<TestType> lanes = lanes_of<TestType>(raw);
+      for (float& x : lanes) x *= divisor;
+      return lanes;
     };
     for (std::size_t i = 0; i < codes.size(); i += kLanes) {
-      check(codes.data() + i, kLanes, lanes_of<TestType>(TestType::load_e4m3_raw_full(&codes[i])));
-      check(codes.data() + i, kLanes,
-            lanes_of<TestType>(TestType::load_e4m3_raw(&codes[i], kLanes)));
+      check_converted<TestType>(&codes[i], kLanes, scaled(TestType::load_e4m3_raw_full(&codes[i])));
+      check_converted<TestType>(&codes[i], kLanes,
+                                scaled(TestType::load_e4m3_raw(&codes[i], kLanes)));
     }
     for (int n = 1; n < kLanes; ++n) {
       const float8_e4m3* p =
           codes.data() + rng.below(static_cast<std::uint32_t>(codes.size() - kLanes));
-      check(p, n, lanes_of<TestType>(TestType::load_e4m3_raw(p, n)));
+      check_converted<TestType>(p, n, scaled(TestType::load_e4m3_raw(p, n)));
     }
   } else {
     SUCCEED("this policy has no raw e4m3 loads");
@@ -267,7 +265,8 @@ TEMPLATE_TEST_CASE("Simd: any_e4m3_nan finds a NaN code at any row, dim and in K
         INFO((in_v ? "V" : "K") << " NaN at " << at);
         CHECK(TestType::any_e4m3_nan(kr, vr, count, dim));
         // Rows past count are not scanned.
-        if (count > 1 && at >= static_cast<std::size_t>((count - 1) * dim)) {
+        if (count > 1 &&
+            at >= static_cast<std::size_t>(count - 1) * static_cast<std::size_t>(dim)) {
           CHECK_FALSE(TestType::any_e4m3_nan(kr, vr, count - 1, dim));
         }
       }
