@@ -496,3 +496,22 @@ TEMPLATE_TEST_CASE("attend_rows: unwritten NaN slots of a partial last page neve
     }
   }
 }
+
+TEST_CASE("AttentionScratch: every row of every buffer starts on a cache line", "[attention]") {
+  // The kernels load and store whole vectors of padded rows (multiples of 16 floats): each row
+  // sits in whole 64-byte lines only if the buffers are 64-byte aligned.
+  const auto on_line = [](const float* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; };
+  for (const std::int32_t rows : {1, 3, 8, 33}) {
+    for (const std::int32_t head_dim : {1, 64, 72, 128, 256}) {
+      AttentionScratch s;
+      const std::int32_t padded = detail::padded_head_dim(head_dim);
+      s.reserve(rows, padded);
+      INFO("rows " << rows << ", head_dim " << head_dim);
+      CHECK(padded % 16 == 0);
+      for (const auto* buffer : {&s.q, &s.o, &s.p, &s.acc, &s.k_tile, &s.v_tile, &s.row_sum}) {
+        CHECK(on_line(buffer->data()));
+      }
+      CHECK(s.q.size() == static_cast<std::size_t>(rows) * static_cast<std::size_t>(padded));
+    }
+  }
+}

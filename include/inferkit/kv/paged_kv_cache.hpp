@@ -9,6 +9,7 @@
 #include <cstring>
 #include <inferkit/core/config.hpp>
 #include <inferkit/core/cpu_isa.hpp>
+#include <inferkit/core/detail/aligned_allocator.hpp>
 #include <inferkit/core/error.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>

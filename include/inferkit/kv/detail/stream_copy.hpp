@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal: the memory plumbing of PagedKVCache. An allocator for 64-byte aligned storage, and
-// a copy with non-temporal stores for appends: a decode step scatters small token chunks over
-// thousands of pages that are read again only much later, so skipping each line's
-// read-for-ownership is several times faster than memcpy (measured in bench_kv).
+// Internal: the memory plumbing of PagedKVCache (its aligned storage comes from
+// core/detail/aligned_allocator.hpp): a copy with non-temporal stores for appends. A decode step
+// scatters small token chunks over thousands of pages that are read again only much later, so
+// skipping each line's read-for-ownership is several times faster than memcpy (measured in
+// bench_kv).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <inferkit/core/config.hpp>
-#include <new>
+#include <inferkit/core/detail/aligned_allocator.hpp>
 
 #if INFERKIT_ARCH_X86 && !INFERKIT_CUDA_COMPILER
 #  include <emmintrin.h>  // SSE2: part of every x86-64 CPU, no -m flag or dispatch needed
@@ -20,28 +21,6 @@
 
 namespace inferkit::detail {
 inline namespace INFERKIT_ISA_ABI {
-
-/// A std::allocator that aligns every allocation to `kAlign` bytes.
-template <class T, std::size_t kAlign>
-struct AlignedAllocator {
-  using value_type = T;
-  template <class U>
-  struct rebind {  // NOLINT(readability-identifier-naming): the allocator protocol's name
-    using other = AlignedAllocator<U, kAlign>;
-  };
-
-  AlignedAllocator() = default;
-  template <class U>
-  explicit AlignedAllocator(const AlignedAllocator<U, kAlign>& /*other*/) noexcept {}
-
-  T* allocate(std::size_t n) {
-    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kAlign}));
-  }
-  void deallocate(T* p, std::size_t /*n*/) noexcept {
-    ::operator delete (p, std::align_val_t{kAlign});
-  }
-  friend bool operator==(const AlignedAllocator&, const AlignedAllocator&) noexcept { return true; }
-};
 
 /// Copies `bytes` from `src` to `dst`; with non-temporal stores on x86 (SSE2 movntdq) when `dst`
 /// is 16-byte aligned and `bytes` a multiple of 16, else memcpy. Call `stream_fence` before
