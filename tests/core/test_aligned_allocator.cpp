@@ -45,7 +45,7 @@ TEST_CASE("AlignedAllocator: growth and copies keep the alignment and the conten
   std::vector<int, AlignedAllocator<int, 64>> v;
   for (int i = 0; i < 5000; ++i) {
     v.push_back(i);
-    if ((i & (i + 1)) == 0) {  // after each reallocation of a doubling vector
+    if ((i & (i + 1)) == 0) {  // each buffer of a doubling vector, once it is full
       INFO("size " << v.size());
       REQUIRE(aligned<64>(v.data()));
     }

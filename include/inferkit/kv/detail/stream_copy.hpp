@@ -1,16 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal: the memory plumbing of PagedKVCache (its aligned storage comes from
-// core/detail/aligned_allocator.hpp): a copy with non-temporal stores for appends. A decode step
-// scatters small token chunks over thousands of pages that are read again only much later, so
-// skipping each line's read-for-ownership is several times faster than memcpy (measured in
-// bench_kv).
+// Internal: a copy with non-temporal stores for PagedKVCache's appends. A decode step scatters
+// small token chunks over thousands of pages that are read again only much later, so skipping
+// each line's read-for-ownership is several times faster than memcpy (measured in bench_kv).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <inferkit/core/config.hpp>
-#include <inferkit/core/detail/aligned_allocator.hpp>
 
 #if INFERKIT_ARCH_X86 && !INFERKIT_CUDA_COMPILER
 #  include <emmintrin.h>  // SSE2: part of every x86-64 CPU, no -m flag or dispatch needed
