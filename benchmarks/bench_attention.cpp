@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Benchmarks of CPU attention over paged KV (Llama-3-8B-like heads: 32 query, 8 KV, head_dim
 // 128, fp16 KV, page size 16). Decode reports KV bytes/s and its ratio to a streaming read of
-// memory measured in the same process with the same threads, FMA utilization against a measured
-// FMA peak, paged (shuffled pages) vs the same kernel on an identity page table, the speedup
+// memory measured in the same process with the same threads, and to a read of the same bytes
+// through the same page tables without the attention arithmetic (the paged read, the roofline
+// a scattered page pool allows), FMA utilization against a measured FMA peak, paged (shuffled
+// pages) vs the same kernel on an identity page table, the speedup
 // over a naive scalar kernel, and prefill GFLOP/s against an Eigen GEMM of the same shapes; also
 // fp8 e4m3 and int8 KV (bytes read: codes plus scales), and a "plain consumer": the same kernels
 // compiled in a TU with no -m flag (plain_consumer.cpp, always built as a distribution builds),
@@ -334,6 +336,90 @@ struct PageSets {
   }
 };
 
+/// Sum of the K and V spans of one page and head (`words` 8-byte words each, a multiple of 8) in
+/// 8 independent lanes the compiler vectorizes, with the same lines of the next page's spans
+/// prefetched one line pair per line pair read (next_k == nullptr: the last page).
+std::uint64_t sum_page_head(const std::uint64_t* k, const std::uint64_t* v, std::size_t words,
+                            const char* next_k, const char* next_v) {
+  std::uint64_t lanes[8] = {};
+  for (std::size_t i = 0; i < words; i += 8) {
+    if (next_k != nullptr) {
+      __builtin_prefetch(next_k + i * sizeof(std::uint64_t), 0, 3);
+      __builtin_prefetch(next_v + i * sizeof(std::uint64_t), 0, 3);
+    }
+    for (std::size_t j = 0; j < 8; ++j) lanes[j] += k[i + j] ^ v[i + j];
+  }
+  std::uint64_t total = 0;
+  for (const std::uint64_t x : lanes) total += x;
+  return total;
+}
+
+/// The paged-read baseline: every byte a decode through `pt` reads (each sequence's K and V rows
+/// and their scales, page by page, one KV head at a time), summed by the same OpenMP threads,
+/// the next page's rows prefetched while a page is read (scattered pages defeat the hardware
+/// prefetchers). No attention arithmetic, so its time is the floor any kernel reading this pool
+/// through these tables meets: shuffled 4 KiB page spans read slower than one sequential stream
+/// (each core's L1 miss buffers, not DRAM, set the pace when every page needs a software
+/// prefetch). Returns the bytes read (so that the caller can check them against its count) and
+/// their sum in `sink`.
+template <class T>
+double paged_read(const PagedKVView<const T>& kv, const PageTableView& pt, std::uint64_t& sink) {
+  static_assert(kHeadDim * sizeof(T) % 64 == 0, "rows are whole lines of 8-byte words");
+  const std::int32_t items = pt.num_seqs * kv.num_kv_heads;
+  double bytes = 0.0;
+  std::uint64_t total = 0;
+  double scale_total = 0.0;
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel for schedule(static) reduction(+ : bytes, total, scale_total)
+#endif
+  for (std::int32_t item = 0; item < items; ++item) {
+    const std::int32_t s = item / kv.num_kv_heads;
+    const std::int32_t h = item % kv.num_kv_heads;
+    const std::int32_t first = pt.page_begin(s);
+    const std::int32_t pages = pt.num_pages(s);
+    for (std::int32_t p = 0; p < pages; ++p) {
+      const std::int32_t block = pt.indices[first + p];
+      const std::int32_t tokens = p + 1 < pages ? kv.block_size : pt.last_page_len[s];
+      const std::int64_t off = kv.offset(block, h, 0);
+      const char* next_k = nullptr;
+      const char* next_v = nullptr;
+      if (p + 1 < pages) {
+        const std::int64_t next = kv.offset(pt.indices[first + p + 1], h, 0);
+        next_k = reinterpret_cast<const char*>(kv.k + next);
+        next_v = reinterpret_cast<const char*>(kv.v + next);
+      }
+      const auto span = static_cast<std::size_t>(tokens * kv.token_stride()) * sizeof(T);
+      total += sum_page_head(reinterpret_cast<const std::uint64_t*>(kv.k + off),
+                             reinterpret_cast<const std::uint64_t*>(kv.v + off),
+                             span / sizeof(std::uint64_t), next_k, next_v);
+      bytes += 2.0 * static_cast<double>(span);
+      if (kv.k_scale != nullptr) {
+        // int8: a scale per token (a contiguous run per page and head); fp8: one per page and head.
+        constexpr bool kPerToken = std::is_same_v<T, std::int8_t>;
+        const auto scale_index = [&](std::int32_t b) {
+          return kPerToken ? kv.token_scale_index(b, h, 0) : std::int64_t{b} * kv.num_kv_heads + h;
+        };
+        if (p + 1 < pages) {  // the next page's run: its first and last float (two lines at most)
+          const std::int64_t next = scale_index(pt.indices[first + p + 1]);
+          const std::int64_t last = next + (kPerToken ? kv.block_size - 1 : 0);
+          for (const float* scale : {kv.k_scale, kv.v_scale}) {
+            __builtin_prefetch(scale + next, 0, 3);
+            __builtin_prefetch(scale + last, 0, 3);
+          }
+        }
+        const std::int64_t first_scale = scale_index(block);
+        const std::int32_t scales = kPerToken ? tokens : 1;
+        for (std::int32_t i = 0; i < scales; ++i) {
+          scale_total += kv.k_scale[first_scale + i] + kv.v_scale[first_scale + i];
+        }
+        bytes += 2.0 * scales * sizeof(float);
+      }
+    }
+  }
+  sink += total + static_cast<std::uint64_t>(scale_total);
+  return bytes;
+}
+
 std::vector<float> random_queries(std::size_t n, std::uint64_t seed) {
   Rng rng(seed);
   std::vector<float> q(n);
@@ -389,7 +475,10 @@ struct StreamCursor {
 /// on the case's page tables, a streaming read of the same number of bytes and, for shuffled
 /// pages, the same kernel on an identity page table; the ratios are of the summed times, so
 /// a shared machine's drift (its bandwidth moves by 20-30% over minutes here) hits all three
-/// alike instead of whichever was measured at a bad moment. `group` query heads share each of
+/// alike instead of whichever was measured at a bad moment. The paged read of the same bytes
+/// (paged_read) is timed in the same iterations: ratio_vs_paged_read says how close the kernel
+/// comes to what the page pool lets any kernel read, paged_read_vs_stream what scattering the
+/// pages costs by itself. `group` query heads share each of
 /// the 8 KV heads: 4 is Llama-3-8B (the target shape); 8 (Llama-3-70B) doubles the FMAs per
 /// byte, and 1 (multi-head) sends 4x the query rows through the same pages one at a time.
 template <class KV>
@@ -415,7 +504,8 @@ void BM_PagedDecode(benchmark::State& state) {
     return seconds_since(t0);
   };
   StreamCursor cursor;
-  double kernel_s = 0.0, stream_s = 0.0, contiguous_s = 0.0;
+  double kernel_s = 0.0, stream_s = 0.0, contiguous_s = 0.0, paged_read_s = 0.0;
+  std::uint64_t sink = 0;
   std::int64_t calls = 0;
   std::int32_t r = 0;
   for (auto _ : state) {
@@ -423,10 +513,21 @@ void BM_PagedDecode(benchmark::State& state) {
     state.PauseTiming();
     stream_s += cursor.read(bytes);
     if (shuffled) contiguous_s += run(identity, r);
+    // Half the replicas on from the kernel's: its pages may still sit in the L3, and what the
+    // read leaves there is evicted before the kernel comes to these tables.
+    const auto t0 = Clock::now();
+    const double read =
+        paged_read(args.kv, sets.table((r + std::max(1, sets.replicas / 2)) % sets.replicas), sink);
+    paged_read_s += seconds_since(t0);
     state.ResumeTiming();
+    if (read != bytes) {
+      state.SkipWithError("the paged read's byte count differs from the kernel's");
+      break;
+    }
     ++calls;
     ++r;
   }
+  benchmark::DoNotOptimize(sink);
   const double sec = kernel_s / static_cast<double>(std::max<std::int64_t>(calls, 1));
   const double bps = bytes / sec;
   const double fmas = 2.0 * batch * ctx * num_qo_heads * kHeadDim;  // QK + PV multiply-adds
@@ -434,6 +535,8 @@ void BM_PagedDecode(benchmark::State& state) {
   state.counters["stream_bytes_per_second"] = bytes * static_cast<double>(calls) / stream_s;
   state.counters["ratio_vs_stream"] = stream_s / kernel_s;
   state.counters["ratio_vs_process_stream"] = bps / stream;
+  state.counters["ratio_vs_paged_read"] = paged_read_s / kernel_s;
+  state.counters["paged_read_vs_stream"] = stream_s / paged_read_s;
   state.counters["fma_utilization"] = fma_peak > 0.0 ? fmas / sec / fma_peak : 0.0;
   state.counters["working_set_MiB"] =
       bytes * std::min<double>(sets.replicas, 1e9) / (1024.0 * 1024.0);

@@ -4,9 +4,9 @@
 # twice: -march=native (the release preset) and as a user builds them (release-plain: -O2
 # -DNDEBUG, no -m flag, kernels chosen at run time), runs the decode, prefill and append cases
 # on the native build and on every path of the plain build (INFERKIT_CPU_ISA), and prints one
-# table. Every figure is a ratio against a baseline timed in the same run (stream read, Eigen
-# GEMM, memcpy; PlainConsumer: a TU built without -m flags against its own build). Each run
-# holds /tmp/inferkit-bench.lock so that benchmarks on a shared machine never overlap.
+# table. Every figure is a ratio against a baseline timed in the same run (stream read, paged
+# read, Eigen GEMM, memcpy; PlainConsumer: a TU built without -m flags against its own build).
+# Each run holds /tmp/inferkit-bench.lock so that benchmarks on a shared machine never overlap.
 # With INFERKIT_MODEL set (scripts/fetch-model.sh), also the whole model: bench_model's decode at
 # batch 1 and 512-token prefill on both builds, alternated twice, as tokens/s (two processes:
 # the only figures here not timed against a same-run baseline).
@@ -75,6 +75,8 @@ for b in builds:
             for prefix, key in keys.items():
                 if name.startswith(prefix) and key in r:
                     rows = [(name, key)]
+                    if prefix == "BM_PagedDecode" and "ratio_vs_paged_read" in r:
+                        rows += [(name, "ratio_vs_paged_read"), (name, "paged_read_vs_stream")]
                     if prefix == "BM_PagedKVCache":
                         rows.append((name, "vs_memcpy_hot"))
                         if "vs_memcpy_input" in r:
