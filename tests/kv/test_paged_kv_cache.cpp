@@ -112,7 +112,7 @@ TEMPLATE_TEST_CASE("PagedKVCache: append then gather round-trips within the stor
   SECTION("eight heads of 64") { check_round_trip<TestType>(8, 64, 23); }
 }
 
-// One append large enough to split its heads over threads (kParallelAppendElements) against the
+// One append large enough to run on threads (kParallelAppendElements) against the
 // same tokens appended one call each (serial): every stored element and scale must be the same.
 // 16 sequences of 20 tokens in 2 blocks each, growing magnitudes (fp8 blocks rescale as they
 // fill), sequence-major like a chunked prefill.
@@ -152,7 +152,7 @@ void check_large_append_matches_single_tokens() {
 }
 
 TEMPLATE_TEST_CASE(
-    "PagedKVCache: a large append (heads on threads) stores the bits of one-token "
+    "PagedKVCache: a large append (split over threads) stores the bits of one-token "
     "appends",
     "[kv][paged_kv_cache]", float, float16, bfloat16, float8_e4m3, float8_e5m2, std::int8_t,
     std::uint8_t) {
