@@ -159,7 +159,8 @@ std::vector<const detail::KvRowKernels*> runnable_paths() {
 }
 
 /// Floats to convert: sampled bit patterns (every sign, exponent, NaN and Inf), the values of
-/// `T` and the midpoints between neighbours (ties), and the edges of the fp16 / fp8 ranges.
+/// `T` (fp16, fp8) and the midpoints between neighbours (ties), and the edges of the fp16 / fp8
+/// ranges.
 template <class T>
 std::vector<float> conversion_inputs() {
 #if defined(INFERKIT_TEST_SANITIZED)
@@ -171,11 +172,12 @@ std::vector<float> conversion_inputs() {
   for (std::uint64_t u = 0; u <= 0xFFFFFFFFull; u += kStride) {
     x.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(u)));
   }
-  if constexpr (sizeof(T) == 1) {
-    for (std::uint32_t b = 0; b < 256; ++b) {
-      const float v = static_cast<float>(T::from_bits(static_cast<std::uint8_t>(b)));
-      const float next =
-          static_cast<float>(T::from_bits(static_cast<std::uint8_t>((b + 1) & 0xFF)));
+  if constexpr (sizeof(T) == 1 || std::is_same_v<T, float16>) {
+    using Bits = std::conditional_t<sizeof(T) == 1, std::uint8_t, std::uint16_t>;
+    constexpr std::uint32_t kCodes = 1u << (8 * sizeof(T));
+    for (std::uint32_t b = 0; b < kCodes; ++b) {
+      const float v = static_cast<float>(T::from_bits(static_cast<Bits>(b)));
+      const float next = static_cast<float>(T::from_bits(static_cast<Bits>((b + 1) % kCodes)));
       for (float y : {v, 0.5f * (v + next), std::nextafter(v, 0.0f), std::nextafter(v, 1e9f)}) {
         x.push_back(y);
       }

@@ -189,29 +189,35 @@ inline void quantize_int4(const float* x, std::uint8_t* packed, std::size_t n, f
 }
 
 /// Format bits (magnitude and sign in the low 1 + E + M bits) of x, round to nearest even, as
-/// detail::encode_minifloat<Format> gives them.
+/// detail::encode_minifloat<Format> gives them. Every compared value is below 2^31, so the
+/// compares are signed: one instruction each on AVX2 and SSE2, which lack unsigned ones.
 template <class Format>
 INFERKIT_FORCEINLINE VU encode_minifloat_lanes(VF x) noexcept {
   constexpr int kMan = Format::kMantissaBits;
   constexpr int kDropped = 23 - kMan;
   const VU u = bits_as<VU>(x);
   const VU sign = (u >> 31) << (Format::kExponentBits + kMan);
-  const VU a = u & 0x7FFFFFFFu;
+  const VI a = bits_as<VI>(u & 0x7FFFFFFFu);
   // Normal in the target: re-bias, then round the mantissa (a carry walks into the exponent).
-  const VU biased = a - (static_cast<std::uint32_t>(127 - Format::kBias) << 23);
+  const VU biased = bits_as<VU>(a) - (static_cast<std::uint32_t>(127 - Format::kBias) << 23);
   const VU rounded =
       (biased + ((1u << (kDropped - 1)) - 1u) + ((biased >> kDropped) & 1u)) >> kDropped;
   // Subnormal: units of 2^(kMinNormalExp - kMan) (exact scaling), rounded by adding 2^23.
   constexpr auto kToUnits = static_cast<float>(1u << (kMan - Format::kMinNormalExp));
   const VU sub = bits_as<VU>(bits_as<VF>(a) * kToUnits + 8388608.0f) - 0x4B000000u;
-  constexpr auto kMinNormal = static_cast<std::uint32_t>(127 + Format::kMinNormalExp) << 23;
-  VU code = a < kMinNormal ? sub : rounded;
-  code = code > Format::kMaxFinite ? splat_u(Format::kIeee ? Format::kExpMask : Format::kMaxFinite)
-                                   : code;
-  const VU nan =
-      Format::kIeee ? (Format::kNan | ((a & 0x007FFFFFu) >> kDropped)) : splat_u(Format::kNan);
-  code = a > 0x7F800000u ? nan : code;
-  return sign | code;
+  constexpr auto kMinNormal = static_cast<std::int32_t>(127 + Format::kMinNormalExp) << 23;
+  // Below 2^(32 - kDropped) either way: non-negative as signed lanes.
+  VI code = bits_as<VI>(a < kMinNormal ? sub : rounded);
+  constexpr auto kMaxFinite = static_cast<std::int32_t>(Format::kMaxFinite);
+  if constexpr (Format::kIeee) {
+    code = code > kMaxFinite ? VI{} + static_cast<std::int32_t>(Format::kExpMask) : code;
+  } else {
+    code = code > kMaxFinite ? VI{} + kMaxFinite : code;  // saturate: a min instruction
+  }
+  VI nan = VI{} + static_cast<std::int32_t>(Format::kNan);
+  if constexpr (Format::kIeee) nan = nan | ((a & 0x007FFFFF) >> kDropped);
+  code = a > 0x7F800000 ? nan : code;
+  return sign | bits_as<VU>(code);
 }
 
 /// Format bits -> floats, exact (detail::decode_minifloat<Format>).
@@ -234,6 +240,24 @@ INFERKIT_FORCEINLINE VF decode_minifloat_lanes(VU bits) noexcept {
 template <class Format, class Bits>
 inline void encode_row(const float* x, float inv, Bits* out, std::size_t n) noexcept {
   std::size_t i = 0;
+#if INFERKIT_KV_ISA_ID != 0
+  if constexpr (std::is_same_v<Format, Float16Format>) {
+    // The hardware conversion (F16C, NEON): round to nearest even, NaN quieted with its payload,
+    // the bits of encode_minifloat<Float16Format>.
+    for (; i + kN <= n; i += kN) {
+      const VF y = load_floats(x + i) * inv;
+#  if INFERKIT_KV_ISA_ID == 2
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                          _mm512_cvtps_ph(bits_as<__m512>(y), _MM_FROUND_TO_NEAREST_INT));
+#  elif INFERKIT_KV_ISA_ID == 1
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                       _mm256_cvtps_ph(bits_as<__m256>(y), _MM_FROUND_TO_NEAREST_INT));
+#  else
+      vst1_u16(out + i, vreinterpret_u16_f16(vcvt_f16_f32(bits_as<float32x4_t>(y))));
+#  endif
+    }
+  }
+#endif
   for (; i + kN <= n; i += kN) {
     const VU code = encode_minifloat_lanes<Format>(load_floats(x + i) * inv);
     if constexpr (sizeof(Bits) == 1) {

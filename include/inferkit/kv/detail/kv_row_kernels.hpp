@@ -18,6 +18,7 @@
 #include <inferkit/core/detail/minifloat.hpp>
 #include <inferkit/core/float16.hpp>
 #include <inferkit/core/float8.hpp>
+#include <type_traits>
 
 #if INFERKIT_CPU_DISPATCH
 #  include <immintrin.h>
