@@ -112,12 +112,14 @@ TEMPLATE_TEST_CASE("PagedKVCache: append then gather round-trips within the stor
   SECTION("eight heads of 64") { check_round_trip<TestType>(8, 64, 23); }
 }
 
-// One append large enough to run on threads (kParallelAppendElements) against the
-// same tokens appended one call each (serial): every stored element and scale must be the same.
-// 16 sequences of 20 tokens in 2 blocks each, growing magnitudes (fp8 blocks rescale as they
-// fill), sequence-major like a chunked prefill.
+// One append large enough to run on threads (kParallelAppendElements) against the same tokens
+// appended one call each (serial): every stored element and scale must be the same. 16
+// sequences of 20 tokens in 2 blocks each, growing magnitudes (fp8 blocks rescale as they fill),
+// sequence-major like a chunked prefill or, `interleaved`, position-major like stacked decode
+// steps (then an fp8 block has tokens in every thread's chunk of the token list, which takes
+// the other thread split).
 template <class T>
-void check_large_append_matches_single_tokens() {
+void check_large_append_matches_single_tokens(bool interleaved) {
   const PagedKVCacheShape shape{1, 32, 16, 8, 128};
   PagedKVCache<T> big(shape), single(shape);
   Rng rng(77);
@@ -125,8 +127,10 @@ void check_large_append_matches_single_tokens() {
   const auto per_token = static_cast<std::size_t>(shape.num_kv_heads) * shape.head_dim;
   std::vector<std::int64_t> slots;
   std::vector<float> k, v;
-  for (std::int64_t s = 0; s < kSeqs; ++s) {
-    for (std::int64_t p = 0; p < kTokens; ++p) {
+  for (std::int64_t outer = 0; outer < (interleaved ? kTokens : kSeqs); ++outer) {
+    for (std::int64_t inner = 0; inner < (interleaved ? kSeqs : kTokens); ++inner) {
+      const std::int64_t s = interleaved ? inner : outer;
+      const std::int64_t p = interleaved ? outer : inner;
       slots.push_back(s * 2 * shape.block_size + p);
       const auto kt = random_values(rng, per_token, 0.5f + static_cast<float>(p));
       const auto vt = random_values(rng, per_token, 1.0f + 0.25f * static_cast<float>(p));
@@ -156,7 +160,8 @@ TEMPLATE_TEST_CASE(
     "appends",
     "[kv][paged_kv_cache]", float, float16, bfloat16, float8_e4m3, float8_e5m2, std::int8_t,
     std::uint8_t) {
-  check_large_append_matches_single_tokens<TestType>();
+  SECTION("sequence-major") { check_large_append_matches_single_tokens<TestType>(false); }
+  SECTION("position-major") { check_large_append_matches_single_tokens<TestType>(true); }
 }
 
 TEST_CASE("PagedKVCache: the view layout is blocks then heads then slots then head_dim",

@@ -5,6 +5,7 @@
 // hands kernels a non-owning PagedKVView per layer. In a step: plan (tables) -> append -> attend.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <inferkit/core/config.hpp>
@@ -22,6 +23,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if INFERKIT_HAS_OPENMP
@@ -388,6 +390,37 @@ class PagedKVCache {
     }
   }
 
+  static std::size_t append_threads() noexcept {
+#if INFERKIT_HAS_OPENMP
+    return static_cast<std::size_t>(omp_get_max_threads());
+#else
+    return 1;
+#endif
+  }
+  static std::size_t chunk_begin(std::size_t n, std::size_t chunks, std::size_t c) noexcept {
+    return n * c / chunks;
+  }
+  // Whether no block has tokens in two of `chunks` contiguous chunks of `slots` (sorts the
+  // (block, chunk) pairs: O(n log n), small beside the n * num_kv_heads conversions).
+  [[nodiscard]] bool blocks_stay_in_chunks(std::span<const std::int64_t> slots,
+                                           std::size_t chunks) const {
+    std::vector<std::pair<std::int64_t, std::size_t>> owner;
+    owner.reserve(slots.size());
+    for (std::size_t c = 0; c < chunks; ++c) {
+      for (std::size_t i = chunk_begin(slots.size(), chunks, c);
+           i < chunk_begin(slots.size(), chunks, c + 1); ++i) {
+        if (slots[i] >= 0) owner.emplace_back(slots[i] / shape_.block_size, c);
+      }
+    }
+    std::sort(owner.begin(), owner.end());
+    for (std::size_t j = 1; j < owner.size(); ++j) {
+      if (owner[j].first == owner[j - 1].first && owner[j].second != owner[j - 1].second) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   INFERKIT_ISA_ABI_TAG
   void write_tokens(std::int32_t layer, std::span<const std::int64_t> slots,
                     std::span<const float> src, Storage& dst, std::vector<float>& scale,
@@ -433,26 +466,40 @@ class PagedKVCache {
       if (staged) detail::stream_copy(page, out, ts * sizeof(T));
     };
     if constexpr (kScheme == KVQuantization::kFp8BlockScale) {
-      // Each thread takes a contiguous range of heads: a head's pages, scales and rescales are
-      // its own and its tokens stay in order (a block's scale history fixes its codes' bits), so
-      // any team gives the bits of one thread. Tokens outermost within the range, so the input
-      // is read in runs of range * head_dim floats rather than 4 KiB-strided rows.
+      // A block's tokens must stay in order on one thread (its scale history fixes its codes'
+      // bits). Contiguous token chunks read the input in order; where a block has tokens in
+      // two chunks, each thread takes the blocks whose line of scales hashes to it instead
+      // (slower: it reads rows out of order; splitting a block's heads would share lines).
+      const std::size_t chunks = parallel ? append_threads() : 1;
+      const bool by_chunk = chunks == 1 || blocks_stay_in_chunks(slots, chunks);
 #if INFERKIT_HAS_OPENMP
 #  pragma omp parallel if (parallel)
 #endif
       {
-        int team = 1;
-        int id = 0;
+        std::size_t team = 1;
+        std::size_t id = 0;
 #if INFERKIT_HAS_OPENMP
-        team = omp_get_num_threads();
-        id = omp_get_thread_num();
+        team = static_cast<std::size_t>(omp_get_num_threads());
+        id = static_cast<std::size_t>(omp_get_thread_num());
 #endif
-        const auto first = static_cast<std::int32_t>(std::int64_t{heads} * id / team);
-        const auto last = static_cast<std::int32_t>(std::int64_t{heads} * (id + 1) / team);
         alignas(64) unsigned char staging[kStagingBytes];
-        for (std::size_t i = 0; i < slots.size(); ++i) {
-          if (slots[i] < 0) continue;
-          for (std::int32_t h = first; h < last; ++h) write_one(i, h, staging);
+        if (by_chunk) {
+          for (std::size_t c = id; c < chunks; c += team) {
+            for (std::size_t i = chunk_begin(slots.size(), chunks, c);
+                 i < chunk_begin(slots.size(), chunks, c + 1); ++i) {
+              if (slots[i] < 0) continue;
+              for (std::int32_t h = 0; h < heads; ++h) write_one(i, h, staging);
+            }
+          }
+        } else {
+          constexpr std::int64_t kScalesPerLine = 64 / sizeof(float);
+          for (std::size_t i = 0; i < slots.size(); ++i) {
+            if (slots[i] < 0) continue;
+            const std::int64_t block = slots[i] / shape_.block_size;
+            const auto line = static_cast<std::uint64_t>(block * heads / kScalesPerLine);
+            if (team > 1 && ((line * 0x9E3779B97F4A7C15ull) >> 32) % team != id) continue;
+            for (std::int32_t h = 0; h < heads; ++h) write_one(i, h, staging);
+          }
         }
         detail::stream_fence();  // this thread's streaming stores, before the team's barrier
       }

@@ -189,31 +189,34 @@ inline void quantize_int4(const float* x, std::uint8_t* packed, std::size_t n, f
 }
 
 /// Format bits (magnitude and sign in the low 1 + E + M bits) of x, round to nearest even, as
-/// detail::encode_minifloat<Format> gives them. Every compared value is below 2^31, so the
-/// compares are signed: one instruction each on AVX2 and SSE2, which lack unsigned ones.
+/// detail::encode_minifloat<Format> gives them. The rounding is the FPU's own: adding 1.5 *
+/// 2^(e + 23 - M), e the exponent of |x| (at least the smallest normal's), leaves |x| in units
+/// of its ulp in the low mantissa bits. Min/max run on floats and compares on signed lanes
+/// (every value is below 2^31): one instruction each down to SSE2. A binary32 subnormal input
+/// gives code 0 with or without FTZ/DAZ, and no other step makes one.
 template <class Format>
 INFERKIT_FORCEINLINE VU encode_minifloat_lanes(VF x) noexcept {
   constexpr int kMan = Format::kMantissaBits;
   constexpr int kDropped = 23 - kMan;
+  constexpr auto kMinNormalBits = static_cast<std::int32_t>(127 + Format::kMinNormalExp) << 23;
+  // The largest magnitude to round: the largest finite value where overflow saturates, else
+  // 2^(emax + 1), which rounds to the Inf code (so do the values that round up to it).
+  constexpr std::uint32_t kTopExp =
+      Format::kIeee ? (Format::kExpMask >> kMan) : (Format::kMaxFinite >> kMan);
+  constexpr std::uint32_t kTopMan = Format::kIeee ? 0u : (Format::kMaxFinite & Format::kManMask);
+  constexpr std::uint32_t kClampBits =
+      ((kTopExp + 127u - static_cast<std::uint32_t>(Format::kBias)) << 23) | (kTopMan << kDropped);
   const VU u = bits_as<VU>(x);
   const VU sign = (u >> 31) << (Format::kExponentBits + kMan);
   const VI a = bits_as<VI>(u & 0x7FFFFFFFu);
-  // Normal in the target: re-bias, then round the mantissa (a carry walks into the exponent).
-  const VU biased = bits_as<VU>(a) - (static_cast<std::uint32_t>(127 - Format::kBias) << 23);
-  const VU rounded =
-      (biased + ((1u << (kDropped - 1)) - 1u) + ((biased >> kDropped) & 1u)) >> kDropped;
-  // Subnormal: units of 2^(kMinNormalExp - kMan) (exact scaling), rounded by adding 2^23.
-  constexpr auto kToUnits = static_cast<float>(1u << (kMan - Format::kMinNormalExp));
-  const VU sub = bits_as<VU>(bits_as<VF>(a) * kToUnits + 8388608.0f) - 0x4B000000u;
-  constexpr auto kMinNormal = static_cast<std::int32_t>(127 + Format::kMinNormalExp) << 23;
-  // Below 2^(32 - kDropped) either way: non-negative as signed lanes.
-  VI code = bits_as<VI>(a < kMinNormal ? sub : rounded);
-  constexpr auto kMaxFinite = static_cast<std::int32_t>(Format::kMaxFinite);
-  if constexpr (Format::kIeee) {
-    code = code > kMaxFinite ? VI{} + static_cast<std::int32_t>(Format::kExpMask) : code;
-  } else {
-    code = code > kMaxFinite ? VI{} + kMaxFinite : code;  // saturate: a min instruction
-  }
+  const VF clamp = splat(std::bit_cast<float>(kClampBits));
+  const VF m = bits_as<VF>(a) < clamp ? bits_as<VF>(a) : clamp;  // NaN lanes: replaced below
+  VF e = bits_as<VF>(bits_as<VI>(m) & 0x7F800000);
+  e = e > splat(std::bit_cast<float>(kMinNormalBits)) ? e : bits_as<VF>(VI{} + kMinNormalBits);
+  const VI magic = bits_as<VI>(e) + ((kDropped << 23) | 0x400000);
+  const VI units = bits_as<VI>(m + bits_as<VF>(magic)) - magic;  // |x| / ulp, rounded
+  // units counts the leading 1 of a normal, so a carry into the next binade comes out right.
+  VI code = ((bits_as<VI>(e) - kMinNormalBits) >> kDropped) + units;
   VI nan = VI{} + static_cast<std::int32_t>(Format::kNan);
   if constexpr (Format::kIeee) nan = nan | ((a & 0x007FFFFF) >> kDropped);
   code = a > 0x7F800000 ? nan : code;
