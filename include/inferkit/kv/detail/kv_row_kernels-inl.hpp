@@ -39,6 +39,30 @@ INFERKIT_FORCEINLINE VF load_floats(const float* p) noexcept {
 }
 INFERKIT_FORCEINLINE VF splat(float a) noexcept { return VF{} + a; }
 INFERKIT_FORCEINLINE VU splat_u(std::uint32_t a) noexcept { return VU{} + a; }
+/// a < b ? a : b and a > b ? a : b (b where either is NaN): one minps / maxps on x86, where
+/// GCC lowers the conditional itself to a compare and a blend (up to four instructions).
+INFERKIT_FORCEINLINE VF min_lanes(VF a, VF b) noexcept {
+#if INFERKIT_KV_ISA_ID == 2
+  return bits_as<VF>(_mm512_min_ps(bits_as<__m512>(a), bits_as<__m512>(b)));
+#elif INFERKIT_KV_ISA_ID == 1
+  return bits_as<VF>(_mm256_min_ps(bits_as<__m256>(a), bits_as<__m256>(b)));
+#elif INFERKIT_KV_ISA_ID == 0 && INFERKIT_CPU_DISPATCH
+  return bits_as<VF>(_mm_min_ps(bits_as<__m128>(a), bits_as<__m128>(b)));
+#else
+  return a < b ? a : b;
+#endif
+}
+INFERKIT_FORCEINLINE VF max_lanes(VF a, VF b) noexcept {
+#if INFERKIT_KV_ISA_ID == 2
+  return bits_as<VF>(_mm512_max_ps(bits_as<__m512>(a), bits_as<__m512>(b)));
+#elif INFERKIT_KV_ISA_ID == 1
+  return bits_as<VF>(_mm256_max_ps(bits_as<__m256>(a), bits_as<__m256>(b)));
+#elif INFERKIT_KV_ISA_ID == 0 && INFERKIT_CPU_DISPATCH
+  return bits_as<VF>(_mm_max_ps(bits_as<__m128>(a), bits_as<__m128>(b)));
+#else
+  return a > b ? a : b;
+#endif
+}
 /// Round to nearest even of |x| < 2^22 (std::rint in the default rounding mode).
 INFERKIT_FORCEINLINE VF round_even(VF x) noexcept {
   constexpr float kShift = 12582912.0f;  // 1.5 * 2^23
@@ -105,12 +129,19 @@ INFERKIT_FORCEINLINE void store_pair_bytes(VU64 v, std::uint8_t* out) noexcept {
 
 /// The largest |x[i]| (0 for n == 0); finite inputs.
 inline float abs_max(const float* x, std::size_t n) noexcept {
+  const auto abs = [x](std::size_t i) {
+    return bits_as<VF>(bits_as<VU>(load_floats(x + i)) & 0x7FFFFFFFu);
+  };
+  // Two running maxima: one chain would wait a max latency per vector.
   VF m = VF{};
+  VF m2 = VF{};
   std::size_t i = 0;
-  for (; i + kN <= n; i += kN) {
-    const VF a = bits_as<VF>(bits_as<VU>(load_floats(x + i)) & 0x7FFFFFFFu);
-    m = a > m ? a : m;
+  for (; i + 2 * kN <= n; i += 2 * kN) {
+    m = max_lanes(abs(i), m);
+    m2 = max_lanes(abs(i + kN), m2);
   }
+  for (; i + kN <= n; i += kN) m = max_lanes(abs(i), m);
+  m = max_lanes(m2, m);
   float best = 0.0f;
   for (std::size_t l = 0; l < kN; ++l) best = std::max(best, m[l]);
   for (; i < n; ++i) best = std::max(best, std::fabs(x[i]));
@@ -127,9 +158,8 @@ inline float quantize_int8(const float* x, std::int8_t* q, std::size_t n) noexce
   const float inv = 127.0f / amax;
   std::size_t i = 0;
   for (; i + kN <= n; i += kN) {
-    VF r = load_floats(x + i) * inv;
-    r = r < -127.0f ? splat(-127.0f) : r;
-    r = r > 127.0f ? splat(127.0f) : r;
+    // max(-127, r) is r < -127 ? -127 : r, NaN included (as is min(127, r) for the top).
+    const VF r = min_lanes(splat(127.0f), max_lanes(splat(-127.0f), load_floats(x + i) * inv));
     const VI code = __builtin_convertvector(round_even(r), VI);
     store_bytes(bits_as<VU>(code) & 0xFFu, reinterpret_cast<std::uint8_t*>(q + i));
   }
@@ -148,11 +178,23 @@ inline void quantize_int4(const float* x, std::uint8_t* packed, std::size_t n, f
   std::size_t i = 0;
   VF lo_v = splat(lo);
   VF hi_v = lo_v;
+  VF lo_v2 = lo_v;  // two chains of each, as in abs_max
+  VF hi_v2 = lo_v;
+  for (; i + 2 * kN <= n; i += 2 * kN) {
+    const VF v = load_floats(x + i);
+    const VF v2 = load_floats(x + i + kN);
+    lo_v = min_lanes(v, lo_v);
+    hi_v = max_lanes(v, hi_v);
+    lo_v2 = min_lanes(v2, lo_v2);
+    hi_v2 = max_lanes(v2, hi_v2);
+  }
   for (; i + kN <= n; i += kN) {
     const VF v = load_floats(x + i);
-    lo_v = v < lo_v ? v : lo_v;
-    hi_v = v > hi_v ? v : hi_v;
+    lo_v = min_lanes(v, lo_v);
+    hi_v = max_lanes(v, hi_v);
   }
+  lo_v = min_lanes(lo_v2, lo_v);
+  hi_v = max_lanes(hi_v2, hi_v);
   for (std::size_t l = 0; l < kN; ++l) {
     lo = std::min(lo, lo_v[l]);
     hi = std::max(hi, hi_v[l]);
@@ -172,9 +214,7 @@ inline void quantize_int4(const float* x, std::uint8_t* packed, std::size_t n, f
   const float inv = 1.0f / s;
   i = 0;
   for (; i + kN <= n; i += kN) {
-    VF r = (load_floats(x + i) - lo) * inv;
-    r = r < 0.0f ? splat(0.0f) : r;
-    r = r > 15.0f ? splat(15.0f) : r;
+    const VF r = min_lanes(splat(15.0f), max_lanes(splat(0.0f), (load_floats(x + i) - lo) * inv));
     const auto codes = bits_as<VU64>(__builtin_convertvector(round_even(r), VI));
     // Each 64-bit lane holds an (even, odd) code pair: even | odd << 4 in its low byte.
     store_pair_bytes((codes & 0xFu) | ((codes >> 28) & 0xF0u), packed + i / 2);
@@ -210,16 +250,19 @@ INFERKIT_FORCEINLINE VU encode_minifloat_lanes(VF x) noexcept {
   const VU sign = (u >> 31) << (Format::kExponentBits + kMan);
   const VI a = bits_as<VI>(u & 0x7FFFFFFFu);
   const VF clamp = splat(std::bit_cast<float>(kClampBits));
-  const VF m = bits_as<VF>(a) < clamp ? bits_as<VF>(a) : clamp;  // NaN lanes: replaced below
-  VF e = bits_as<VF>(bits_as<VI>(m) & 0x7F800000);
-  e = e > splat(std::bit_cast<float>(kMinNormalBits)) ? e : bits_as<VF>(VI{} + kMinNormalBits);
+  const VF m = min_lanes(bits_as<VF>(a), clamp);  // NaN lanes: replaced below
+  const VF e = max_lanes(bits_as<VF>(bits_as<VI>(m) & 0x7F800000),
+                         splat(std::bit_cast<float>(kMinNormalBits)));
   const VI magic = bits_as<VI>(e) + ((kDropped << 23) | 0x400000);
   const VI units = bits_as<VI>(m + bits_as<VF>(magic)) - magic;  // |x| / ulp, rounded
   // units counts the leading 1 of a normal, so a carry into the next binade comes out right.
   VI code = ((bits_as<VI>(e) - kMinNormalBits) >> kDropped) + units;
   VI nan = VI{} + static_cast<std::int32_t>(Format::kNan);
   if constexpr (Format::kIeee) nan = nan | ((a & 0x007FFFFF) >> kDropped);
-  code = a > 0x7F800000 ? nan : code;
+  // A NaN lane went through the steps above as the clamp, whose code (Inf, or the largest
+  // finite) has only bits the NaN code has: OR-ing the NaN code in is the select.
+  static_assert(((Format::kIeee ? Format::kExpMask : Format::kMaxFinite) & ~Format::kNan) == 0);
+  code = code | ((a > 0x7F800000) & nan);
   return sign | bits_as<VU>(code);
 }
 
