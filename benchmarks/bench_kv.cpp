@@ -319,6 +319,68 @@ BENCHMARK(BM_PagedKVCache_AppendDecode256<std::uint8_t, true>)
     ->Name("BM_PagedKVCache_AppendDecode256/int4_from_fp32")
     ->UseManualTime();
 
+// One chunked-prefill append: 512 tokens of one sequence x 8 KV heads x head_dim 128, K and V,
+// from fp32, starting `offset` tokens into a block (the first argument; chunked prefill starts a
+// chunk wherever the last one ended). The sequence's 33 blocks are drawn from a shuffled pool;
+// 64 such sequences take turns, so the pages written are as cold as a real pool's. Baseline:
+// memcpy of the fp32 input, timed in the same iterations (what a conversion must at least read).
+template <class T>
+void BM_PagedKVCache_AppendPrefill512(benchmark::State& state) {
+  constexpr std::int32_t kTokens = 512;
+  constexpr std::int32_t kBlockSize = 16;
+  constexpr std::int32_t kBlocksPerSeq = kTokens / kBlockSize + 1;
+  constexpr std::int32_t kSeqs = 64;
+  const auto offset = static_cast<std::int32_t>(state.range(0));
+  const inferkit::PagedKVCacheShape shape{1, kSeqs * kBlocksPerSeq, kBlockSize, 8, 128};
+  inferkit::PagedKVCache<T> cache(shape);
+  const std::size_t elements = std::size_t{kTokens} * 8 * 128;
+  inferkit::Rng rng(2);
+  std::vector<float> kf(elements);
+  std::vector<float> vf(elements);
+  for (float& x : kf) x = rng.uniform() - 0.5f;
+  for (float& x : vf) x = rng.uniform() - 0.5f;
+  std::vector<std::int64_t> order(static_cast<std::size_t>(shape.num_blocks));
+  for (std::size_t b = 0; b < order.size(); ++b) order[b] = static_cast<std::int64_t>(b);
+  for (std::size_t i = order.size(); i > 1; --i) {
+    std::swap(order[i - 1], order[rng.below(static_cast<std::uint32_t>(i))]);
+  }
+  // slots[s]: sequence s's slots for tokens offset .. offset + 511.
+  std::vector<std::vector<std::int64_t>> slots(kSeqs);
+  for (std::int32_t s = 0; s < kSeqs; ++s) {
+    for (std::int32_t p = offset; p < offset + kTokens; ++p) {
+      const std::int64_t block =
+          order[static_cast<std::size_t>(s * kBlocksPerSeq + p / kBlockSize)];
+      slots[static_cast<std::size_t>(s)].push_back(block * kBlockSize + p % kBlockSize);
+    }
+  }
+  std::vector<float> input_copy(2 * elements);
+  std::size_t seq = 0;
+  run_with_baseline(
+      state, "vs_memcpy_input",
+      [&] {
+        cache.append(0, slots[seq], kf, vf);
+        seq = (seq + 1) % kSeqs;
+      },
+      [&] {
+        std::memcpy(input_copy.data(), kf.data(), elements * sizeof(float));
+        std::memcpy(input_copy.data() + elements, vf.data(), elements * sizeof(float));
+        benchmark::DoNotOptimize(input_copy.data());
+      });
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * elements * 4));
+}
+BENCHMARK(BM_PagedKVCache_AppendPrefill512<inferkit::float8_e4m3>)
+    ->Name("BM_PagedKVCache_AppendPrefill512/fp8_e4m3_from_fp32")
+    ->ArgName("offset")
+    ->Arg(0)
+    ->Arg(8)
+    ->UseManualTime();
+BENCHMARK(BM_PagedKVCache_AppendPrefill512<std::int8_t>)
+    ->Name("BM_PagedKVCache_AppendPrefill512/int8_from_fp32")
+    ->ArgName("offset")
+    ->Arg(0)
+    ->Arg(8)
+    ->UseManualTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -66,6 +66,9 @@ struct TileCase {
   std::int64_t first_position = 0;  ///< position of query token 0
   AttentionParams params;
   bool mask = false;  ///< a random custom mask [tokens][seq_len]
+  /// NaN in K and V of every key in [kv_begin, kv_end) that some row of the block does not see
+  /// (causal, window or mask): such a key must not reach those rows.
+  bool nan_hidden = false;
   std::string what;
 
   std::int32_t rows() const { return tokens * group; }
@@ -80,15 +83,22 @@ struct TileInputs {
   std::vector<std::uint8_t> mask;  ///< [tokens][seq_len], empty: none
 };
 
+/// Whether query token t of case c sees key `key` (causal/window rules and the custom mask).
+bool sees(const TileCase& c, const std::vector<std::uint8_t>& mask, std::int32_t t,
+          std::int64_t key) {
+  return c.params.visible(c.first_position + t, key) &&
+         (mask.empty() || mask[static_cast<std::size_t>(t * c.seq_len + key)] != 0);
+}
+
 /// Paged K/V of one sequence (NaN in unwritten slots), with every token outside [kv_begin,
-/// kv_end) overwritten by NaN too, random queries and an optional custom mask.
+/// kv_end) overwritten by NaN too (and, c.nan_hidden, every key some row does not see), random
+/// queries and an optional custom mask.
 template <class KV>
 TileInputs<KV> make_inputs(const TileCase& c, Rng& rng) {
   TileInputs<KV> in;
   in.f = test::make_paged_kv<KV>(rng, {c.seq_len}, kKvHeads, c.block_size, c.head_dim);
   const PagedKVView<const KV> view = in.f.view();
-  for (std::int64_t pos = 0; pos < c.seq_len; ++pos) {
-    if (pos >= c.kv_begin && pos < c.kv_end) continue;
+  const auto fill_nan = [&](std::int64_t pos) {
     const std::int32_t block = in.f.indices[static_cast<std::size_t>(pos / c.block_size)];
     const auto slot = static_cast<std::int32_t>(pos % c.block_size);
     for (std::int32_t h = 0; h < kKvHeads; ++h) {
@@ -98,12 +108,25 @@ TileInputs<KV> make_inputs(const TileCase& c, Rng& rng) {
       std::fill_n(in.f.v.begin() + static_cast<std::ptrdiff_t>(off), c.head_dim,
                   test::nan_element<KV>());
     }
+  };
+  for (std::int64_t pos = 0; pos < c.seq_len; ++pos) {
+    if (pos < c.kv_begin || pos >= c.kv_end) fill_nan(pos);
   }
   in.q = test::random_floats(rng, static_cast<std::size_t>(c.tokens * c.qo_heads() * c.head_dim),
                              -2.0f, 2.0f);
   if (c.mask) {
     in.mask.resize(static_cast<std::size_t>(c.tokens * c.seq_len));
     for (std::uint8_t& m : in.mask) m = rng.below(4) != 0 ? 1 : 0;
+  }
+  if (c.nan_hidden) {
+    for (std::int64_t key = c.kv_begin; key < c.kv_end; ++key) {
+      for (std::int32_t t = 0; t < c.tokens; ++t) {
+        if (!sees(c, in.mask, t, key)) {
+          fill_nan(key);
+          break;
+        }
+      }
+    }
   }
   return in;
 }
@@ -204,9 +227,7 @@ Reference reference_tile(const TileInputs<KV>& in, const TileCase& c) {
   for (std::int32_t t = 0; t < c.tokens; ++t) {
     for (std::int32_t j = 0; j < n_keys; ++j) {
       const std::int64_t key = c.kv_begin + j;
-      visible[at(std::int64_t{t} * n_keys + j)] =
-          c.params.visible(c.first_position + t, key) &&
-          (in.mask.empty() || in.mask[at(t * c.seq_len + key)] != 0);
+      visible[at(std::int64_t{t} * n_keys + j)] = sees(c, in.mask, t, key);
     }
   }
   AttentionShape shape;
@@ -260,6 +281,10 @@ void check_against_reference(const TileInputs<KV>& in, const TileCase& c, const 
       if (!ref.seen[r]) {
         CHECK(std::all_of(out, out + dim, [](float x) { return x == 0.0f; }));
         CHECK(lse == kNegInf);
+        continue;
+      }
+      if (std::isnan(ref.lse[r])) {  // the row sees a NaN key (c.nan_hidden): so must the kernel
+        CHECK(std::isnan(lse));
         continue;
       }
       double err = 0.0;
@@ -366,11 +391,12 @@ std::vector<TileCase> sweep_cases(Rng& rng) {
 }
 
 template <class Kernels, class KV>
-void check_sweep_against_reference(std::uint64_t seed) {
+void check_sweep_against_reference(std::uint64_t seed, bool nan_hidden = false) {
   Rng rng(seed);
   double worst_out = 0.0;
   double worst_lse = 0.0;
-  for (const TileCase& c : sweep_cases(rng)) {
+  for (TileCase c : sweep_cases(rng)) {
+    c.nan_hidden = nan_hidden;
     const TileInputs<KV> in = make_inputs<KV>(c, rng);
     AttentionScratch s;
     s.reserve(c.rows(), c.padded());
@@ -410,6 +436,16 @@ TEMPLATE_TEST_CASE("attend_rows: matches a double softmax for 1 to 9 rows, head 
   if (!test::path_runs_here<TestType>()) return;
   check_sweep_against_reference<TestType, float>(301);
   check_sweep_against_reference<TestType, float16>(302);
+}
+
+TEMPLATE_TEST_CASE("attend_rows: keys a row does not see never reach it, even holding NaN",
+                   "[attention]", INFERKIT_TEST_CPU_PATHS) {
+  // Causal diagonals, window edges and custom masks hide keys inside the range from some rows
+  // (all rows of a decode block, some of a multi-token one): a hidden NaN V must not come
+  // through as 0 x NaN; rows that do see a NaN key are NaN, as in the reference.
+  if (!test::path_runs_here<TestType>()) return;
+  check_sweep_against_reference<TestType, float>(303, true);
+  check_sweep_against_reference<TestType, float16>(304, true);
 }
 
 TEMPLATE_TEST_CASE("attend_rows: prefetch distance leaves every output bit unchanged",

@@ -113,22 +113,24 @@ TEMPLATE_TEST_CASE("PagedKVCache: append then gather round-trips within the stor
 }
 
 // One append large enough to run on threads (kParallelAppendElements) against the same tokens
-// appended one call each (serial): every stored element and scale must be the same. 16
-// sequences of 20 tokens in 2 blocks each, growing magnitudes (fp8 blocks rescale as they fill),
-// sequence-major like a chunked prefill or, `interleaved`, position-major like stacked decode
-// steps (then an fp8 block has tokens in every thread's chunk of the token list, which takes
-// the other thread split).
+// appended one call each (serial): every stored element and scale must be the same. `seqs`
+// sequences of `tokens` (<= 32) tokens in 2 blocks each, growing magnitudes (fp8 blocks rescale
+// as they fill), sequence-major like a chunked prefill or, `interleaved`, position-major like
+// stacked decode steps (then an fp8 block has tokens in every thread's chunk of the token list,
+// which takes the other thread split). 15 x 22 tokens put the middle of the token list inside
+// a block, which moves the 2-thread chunk boundary to that block's end.
 template <class T>
-void check_large_append_matches_single_tokens(bool interleaved) {
+void check_large_append_matches_single_tokens(bool interleaved, std::int64_t seqs = 16,
+                                              std::int64_t tokens = 20) {
   const PagedKVCacheShape shape{1, 32, 16, 8, 128};
   PagedKVCache<T> big(shape), single(shape);
   Rng rng(77);
-  constexpr std::int64_t kSeqs = 16, kTokens = 20;
+  REQUIRE((seqs <= 16 && tokens <= 32));
   const auto per_token = static_cast<std::size_t>(shape.num_kv_heads) * shape.head_dim;
   std::vector<std::int64_t> slots;
   std::vector<float> k, v;
-  for (std::int64_t outer = 0; outer < (interleaved ? kTokens : kSeqs); ++outer) {
-    for (std::int64_t inner = 0; inner < (interleaved ? kSeqs : kTokens); ++inner) {
+  for (std::int64_t outer = 0; outer < (interleaved ? tokens : seqs); ++outer) {
+    for (std::int64_t inner = 0; inner < (interleaved ? seqs : tokens); ++inner) {
       const std::int64_t s = interleaved ? inner : outer;
       const std::int64_t p = interleaved ? outer : inner;
       slots.push_back(s * 2 * shape.block_size + p);
@@ -162,6 +164,9 @@ TEMPLATE_TEST_CASE(
     std::uint8_t) {
   SECTION("sequence-major") { check_large_append_matches_single_tokens<TestType>(false); }
   SECTION("position-major") { check_large_append_matches_single_tokens<TestType>(true); }
+  SECTION("sequence-major, the middle token inside a block") {
+    check_large_append_matches_single_tokens<TestType>(false, 15, 22);
+  }
 }
 
 TEST_CASE("PagedKVCache: the view layout is blocks then heads then slots then head_dim",

@@ -397,8 +397,19 @@ class PagedKVCache {
     return 1;
 #endif
   }
-  static std::size_t chunk_begin(std::size_t n, std::size_t chunks, std::size_t c) noexcept {
-    return n * c / chunks;
+  // Where chunk c of `chunks` contiguous chunks of `slots` starts: at n * c / chunks, moved on
+  // past the tokens that share a block with the one before (a prefill's consecutive slots), so
+  // that a chunk boundary never cuts a run of one block's tokens. Monotone in c: the chunks
+  // partition the slots (some may be empty).
+  [[nodiscard]] std::size_t chunk_begin(std::span<const std::int64_t> slots, std::size_t chunks,
+                                        std::size_t c) const noexcept {
+    std::size_t i = slots.size() * c / chunks;
+    const auto same_block = [&](std::size_t j) {
+      return slots[j] >= 0 && slots[j - 1] >= 0 &&
+             slots[j] / shape_.block_size == slots[j - 1] / shape_.block_size;
+    };
+    while (i > 0 && i < slots.size() && same_block(i)) ++i;
+    return i;
   }
   // Whether no block has tokens in two of `chunks` contiguous chunks of `slots` (sorts the
   // (block, chunk) pairs: O(n log n), small beside the n * num_kv_heads conversions).
@@ -407,8 +418,8 @@ class PagedKVCache {
     std::vector<std::pair<std::int64_t, std::size_t>> owner;
     owner.reserve(slots.size());
     for (std::size_t c = 0; c < chunks; ++c) {
-      for (std::size_t i = chunk_begin(slots.size(), chunks, c);
-           i < chunk_begin(slots.size(), chunks, c + 1); ++i) {
+      const std::size_t end = chunk_begin(slots, chunks, c + 1);
+      for (std::size_t i = chunk_begin(slots, chunks, c); i < end; ++i) {
         if (slots[i] >= 0) owner.emplace_back(slots[i] / shape_.block_size, c);
       }
     }
@@ -467,8 +478,9 @@ class PagedKVCache {
     };
     if constexpr (kScheme == KVQuantization::kFp8BlockScale) {
       // A block's tokens must stay in order on one thread (its scale history fixes its codes'
-      // bits). Contiguous token chunks read the input in order; where a block has tokens in
-      // two chunks, each thread takes the blocks whose line of scales hashes to it instead
+      // bits). Contiguous token chunks, cut at block edges (chunk_begin), read the input in
+      // order; where a block still has tokens in two chunks (position-major input, as stacked
+      // decode steps), each thread takes the blocks whose line of scales hashes to it instead
       // (slower: it reads rows out of order; splitting a block's heads would share lines).
       const std::size_t chunks = parallel ? append_threads() : 1;
       const bool by_chunk = chunks == 1 || blocks_stay_in_chunks(slots, chunks);
@@ -485,8 +497,8 @@ class PagedKVCache {
         alignas(64) unsigned char staging[kStagingBytes];
         if (by_chunk) {
           for (std::size_t c = id; c < chunks; c += team) {
-            for (std::size_t i = chunk_begin(slots.size(), chunks, c);
-                 i < chunk_begin(slots.size(), chunks, c + 1); ++i) {
+            const std::size_t end = chunk_begin(slots, chunks, c + 1);
+            for (std::size_t i = chunk_begin(slots, chunks, c); i < end; ++i) {
               if (slots[i] < 0) continue;
               for (std::int32_t h = 0; h < heads; ++h) write_one(i, h, staging);
             }

@@ -69,8 +69,8 @@ inline void load_kv_tile(const KvHeadSource<KV>& src, std::int64_t tok0, std::in
 }
 
 /// PV update for rows [r0, r0 + kRows) and chunks [c0, c0 + kChunks) from the fp32 V tile:
-/// o = o * alpha + P V.
-template <int kRows, int kChunks>
+/// o = o * alpha + P V. kMasked: a row skips the keys it does not see (s.keep).
+template <int kRows, int kChunks, bool kMasked>
 inline void pv_block(AttentionScratch& s, std::int32_t r0, std::int32_t c0, std::int32_t count,
                      std::int32_t padded_dim) noexcept {
   V acc[kRows][kChunks];
@@ -89,6 +89,7 @@ inline void pv_block(AttentionScratch& s, std::int32_t r0, std::int32_t c0, std:
           &s.v_tile[scratch_index(std::int64_t{j} * padded_dim + std::int64_t{c0 + c} * kLanes)]);
     }
     INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+      if (kMasked && !sees(s.keep[scratch_index(r0 + r)], j)) continue;
       const V p = Simd::set1(s.p[scratch_index(std::int64_t{r0 + r} * kTileTokens + j)]);
       INFERKIT_UNROLL for (int c = 0; c < kChunks; ++c) acc[r][c] = Simd::fma(p, v[c], acc[r][c]);
     }
@@ -102,12 +103,49 @@ inline void pv_block(AttentionScratch& s, std::int32_t r0, std::int32_t c0, std:
   }
 }
 
-template <int kRows>
+template <int kRows, bool kMasked>
 inline void pv_rows(AttentionScratch& s, std::int32_t r0, std::int32_t chunks, std::int32_t count,
                     std::int32_t padded_dim) noexcept {
   std::int32_t c = 0;
-  for (; c + 2 <= chunks; c += 2) pv_block<kRows, 2>(s, r0, c, count, padded_dim);
-  if (c < chunks) pv_block<kRows, 1>(s, r0, c, count, padded_dim);
+  for (; c + 2 <= chunks; c += 2) pv_block<kRows, 2, kMasked>(s, r0, c, count, padded_dim);
+  if (c < chunks) pv_block<kRows, 1, kMasked>(s, r0, c, count, padded_dim);
+}
+
+/// pv_rows of a block of rows that does not see some key of the tile, out of line: rare (a causal
+/// diagonal), so it should not weigh on the code around the common case.
+template <int kRows>
+[[gnu::noinline]] void pv_rows_masked(AttentionScratch& s, std::int32_t r0, std::int32_t chunks,
+                                      std::int32_t count, std::int32_t padded_dim) noexcept {
+  pv_rows<kRows, true>(s, r0, chunks, count, padded_dim);
+}
+
+/// PV update of every row from the fp32 V tile (see pv_block). p is 0 at a key a row does not
+/// see, but 0 x a NaN or infinite V would still reach the row: blocks of rows where some row
+/// does not see some key of the tile (s.keep) skip those (row, key) pairs. On a causal diagonal
+/// those are only the rows whose positions fall inside the tile.
+INFERKIT_FORCEINLINE void pv_all_rows(AttentionScratch& s, std::int32_t num_rows,
+                                      std::int32_t chunks, std::int32_t count,
+                                      std::int32_t padded_dim) noexcept {
+  const std::uint32_t all = all_keys(count);
+  const auto see_all = [&](std::int32_t r0, std::int32_t n) {
+    return std::all_of(&s.keep[scratch_index(r0)], &s.keep[scratch_index(r0)] + n,
+                       [all](std::uint32_t keep) { return keep == all; });
+  };
+  std::int32_t r = 0;
+  for (; r + 4 <= num_rows; r += 4) {
+    if (see_all(r, 4)) {
+      pv_rows<4, false>(s, r, chunks, count, padded_dim);
+    } else {
+      pv_rows_masked<4>(s, r, chunks, count, padded_dim);
+    }
+  }
+  for (; r < num_rows; ++r) {
+    if (see_all(r, 1)) {
+      pv_rows<1, false>(s, r, chunks, count, padded_dim);
+    } else {
+      pv_rows_masked<1>(s, r, chunks, count, padded_dim);
+    }
+  }
 }
 
 /// Whether tiles of KV may take the policy's raw e4m3 loads (when they hold no NaN code).
@@ -190,11 +228,12 @@ INFERKIT_FORCEINLINE void qk_direct(const float* q, std::int32_t padded, std::in
 
 /// Direct PV for kRows rows and chunks [c0, c0 + kCh): o = o * alpha + sum_j p_j v_j, reading
 /// and converting each V row chunk once for all rows. Issues `pf_lines` line pairs of the spread
-/// prefetch per token.
-template <int kHeadDim, int kRows, int kCh, bool kRaw, class KV>
+/// prefetch per token. kMasked: row r skips the keys it does not see (keep[r]).
+template <int kHeadDim, int kRows, int kCh, bool kRaw, bool kMasked, class KV>
 INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, std::int32_t dim,
                                     const TileRows<KV>& tr, std::int32_t c0, std::int32_t count,
-                                    SpreadPrefetcher<KV>& pf, std::int64_t pf_lines) noexcept {
+                                    const std::uint32_t* keep, SpreadPrefetcher<KV>& pf,
+                                    std::int64_t pf_lines) noexcept {
   V acc[kRows][kCh];
   INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
     INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
@@ -216,6 +255,7 @@ INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, st
       v[c] = load_chunk<kHeadDim, kRaw>(tr.v[j] + (c0 + c) * kLanes, dim - (c0 + c) * kLanes);
     }
     INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
+      if (kMasked && !sees(keep[r], j)) continue;
       const V p = Simd::set1(s.p[scratch_index(std::int64_t{r} * kTileTokens + j)]);
       INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) acc[r][c] = Simd::fma(p, v[c], acc[r][c]);
     }
@@ -288,14 +328,36 @@ struct DirectTile {
   float cap;
   bool scaled;
   const std::uint32_t* keep;  ///< per row: the tile's keys it sees
+  bool masked;                ///< some row does not see some key of the tile
 };
+
+/// The PV passes of one direct tile: kCh chunks a pass, then one of 2 if at least 2 are left,
+/// then single chunks (attend_rows_impl's pv_passes counts them for the prefetch quota).
+template <int kHeadDim, int kRows, bool kRaw, bool kMasked, class KV>
+INFERKIT_FORCEINLINE void pv_tile(const DirectTile<KV>& t, AttentionScratch& s,
+                                  SpreadPrefetcher<KV>& pf, std::int64_t pf_lines) noexcept {
+  constexpr int kCh = Simd::pv_chunks(kRows);
+  std::int32_t c = 0;
+  for (; c + kCh <= t.chunks; c += kCh) {
+    pv_direct<kHeadDim, kRows, kCh, kRaw, kMasked>(s, t.padded, t.dim, t.tr, c, t.count, t.keep, pf,
+                                                   pf_lines);
+  }
+  if (c + 2 <= t.chunks) {
+    pv_direct<kHeadDim, kRows, 2, kRaw, kMasked>(s, t.padded, t.dim, t.tr, c, t.count, t.keep, pf,
+                                                 pf_lines);
+    c += 2;
+  }
+  for (; c < t.chunks; ++c) {
+    pv_direct<kHeadDim, kRows, 1, kRaw, kMasked>(s, t.padded, t.dim, t.tr, c, t.count, t.keep, pf,
+                                                 pf_lines);
+  }
+}
 
 /// QK, online softmax and PV of one tile for kRows rows, K/V converted in registers (through the
 /// raw e4m3 loads when kRaw): the tile-loop body of attend_rows_impl's direct path.
 template <int kHeadDim, int kRows, bool kRaw, class KV>
 INFERKIT_FORCEINLINE void decode_tile(const DirectTile<KV>& tile, AttentionScratch& s,
                                       SpreadPrefetcher<KV>& pf, std::int64_t pf_lines) noexcept {
-  constexpr int kCh = Simd::pv_chunks(kRows);
   constexpr int kTok = Simd::qk_tokens(kRows);
   const TileRows<KV>& tr = tile.tr;
   const std::int32_t count = tile.count;
@@ -327,18 +389,12 @@ INFERKIT_FORCEINLINE void decode_tile(const DirectTile<KV>& tile, AttentionScrat
     }
     softmax_update(s, r, scores, tile.keep[r], tile.cap, tile.scaled ? tr.v_scale : nullptr);
   }
-  // Passes of kCh chunks, then one of 2 if at least 2 are left, then single chunks:
-  // pv_passes counts them for the prefetch quota.
-  std::int32_t c = 0;
-  for (; c + kCh <= chunks; c += kCh) {
-    pv_direct<kHeadDim, kRows, kCh, kRaw>(s, padded, dim, tr, c, count, pf, pf_lines);
-  }
-  if (c + 2 <= chunks) {
-    pv_direct<kHeadDim, kRows, 2, kRaw>(s, padded, dim, tr, c, count, pf, pf_lines);
-    c += 2;
-  }
-  for (; c < chunks; ++c) {
-    pv_direct<kHeadDim, kRows, 1, kRaw>(s, padded, dim, tr, c, count, pf, pf_lines);
+  // p is 0 at a key a row does not see, but 0 x a NaN or infinite V would still reach the row:
+  // tiles where some row does not see some key skip those (row, key) pairs.
+  if (tile.masked) {
+    pv_tile<kHeadDim, kRows, kRaw, true>(tile, s, pf, pf_lines);
+  } else {
+    pv_tile<kHeadDim, kRows, kRaw, false>(tile, s, pf, pf_lines);
   }
 }
 
@@ -410,10 +466,14 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
       const std::int64_t pf_lines = (pf.lines + steps - 1) / steps;
       tr.gather(src, tok0, count);
       std::uint32_t keep[kRows];
-      for (std::int32_t r = 0; r < kRows; ++r) keep[r] = visible(r, tok0, count);
+      bool masked = false;
+      for (std::int32_t r = 0; r < kRows; ++r) {
+        keep[r] = visible(r, tok0, count);
+        masked = masked || keep[r] != all_keys(count);
+      }
       bool raw = false;
       if constexpr (kRawE4m3<KV>) raw = take_raw_e4m3<Simd>(tr, count, dim);
-      const DirectTile<KV> tile{tr, count, dim, chunks, padded, cap, scaled, keep};
+      const DirectTile<KV> tile{tr, count, dim, chunks, padded, cap, scaled, keep, masked};
       if (raw) {
         decode_tile<kHeadDim, kRows, kRawE4m3<KV>>(tile, s, pf, pf_lines);
       } else {
@@ -448,11 +508,10 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
             scores[g0 / kLanes + i] = Simd::reduce_lanes(acc + i * kLanes);
           }
         }
-        softmax_update(s, r, scores, visible(r, tok0, count), cap, nullptr);
+        s.keep[scratch_index(r)] = visible(r, tok0, count);
+        softmax_update(s, r, scores, s.keep[scratch_index(r)], cap, nullptr);
       }
-      std::int32_t r = 0;
-      for (; r + 4 <= num_rows; r += 4) pv_rows<4>(s, r, chunks, count, padded);
-      for (; r < num_rows; ++r) pv_rows<1>(s, r, chunks, count, padded);
+      pv_all_rows(s, num_rows, chunks, count, padded);
     }
   }
 

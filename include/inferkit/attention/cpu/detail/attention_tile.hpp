@@ -63,6 +63,7 @@ constexpr std::size_t scratch_index(std::int64_t i) noexcept { return static_cas
 struct AttentionScratch {
   using Floats = std::vector<float, AlignedAllocator<float, 64>>;
   Floats q, o, p, acc, k_tile, v_tile, row_max, row_sum, alpha;
+  std::vector<std::uint32_t> keep;  ///< scratch path: per row, the current tile's keys it sees
   bool rescale = false;  ///< some row's alpha != 1 in the current tile (o must be scaled)
 
   void reserve(std::int32_t rows, std::int32_t padded_dim) {
@@ -74,6 +75,7 @@ struct AttentionScratch {
     row_max.resize(r);
     row_sum.resize(r * kTileTokens);  // lane-partial sums: reduced once, at the end
     alpha.resize(r);
+    keep.resize(r);
     // Direct path: lane-partial dot products of up to kMaxDirectRows rows ([row][token][lane],
     // at most 16 lanes).
     acc.resize(static_cast<std::size_t>(std::min(rows, kMaxDirectRows)) * kTileTokens *
@@ -84,11 +86,19 @@ struct AttentionScratch {
   }
 };
 
+/// Bits 0 .. count - 1: every key of a tile of `count` (<= 16) keys.
+constexpr std::uint32_t all_keys(std::int32_t count) noexcept {
+  return count >= kTileTokens ? 0xFFFFu : (1u << count) - 1u;
+}
+
+/// Whether bit j (a key of the tile) is set in `keep`.
+constexpr bool sees(std::uint32_t keep, std::int32_t j) noexcept { return ((keep >> j) & 1u) != 0; }
+
 /// Bit j set when key tok0 + j (j < count) is visible to the query at `position`.
 inline std::uint32_t visible_lanes(const AttentionParams& params, std::int64_t position,
                                    std::int64_t tok0, std::int32_t count,
                                    const std::uint8_t* mask_row) noexcept {
-  std::uint32_t keep = count >= kTileTokens ? 0xFFFFu : (1u << count) - 1u;
+  std::uint32_t keep = all_keys(count);
   if (params.causal) {
     const std::int64_t n = std::clamp<std::int64_t>(position - tok0 + 1, 0, kTileTokens);
     keep &= n >= kTileTokens ? 0xFFFFu : (1u << n) - 1u;
