@@ -46,6 +46,13 @@ void run_with_baseline(benchmark::State& state, const char* ratio_name, Op&& op,
   state.counters[ratio_name] = op_total > 0.0 ? base_total / op_total : 0.0;
 }
 
+/// n floats uniform in [-0.5, 0.5): K/V inputs of the append benchmarks.
+std::vector<float> centered_uniform(inferkit::Rng& rng, std::size_t n) {
+  std::vector<float> x(n);
+  for (float& e : x) e = rng.uniform() - 0.5f;
+  return x;
+}
+
 constexpr int kPairs = 1024;
 
 // allocate_one + free, 1024 pairs per iteration, in a pool with half its blocks in use.
@@ -209,10 +216,8 @@ void BM_PagedKVCache_AppendDecode256(benchmark::State& state) {
   inferkit::PagedKVCache<T> cache(shape);
   const std::size_t elements = std::size_t{kSeqs} * 8 * 128;
   inferkit::Rng rng(1);
-  std::vector<float> kf(elements);
-  std::vector<float> vf(elements);
-  for (float& x : kf) x = rng.uniform() - 0.5f;
-  for (float& x : vf) x = rng.uniform() - 0.5f;
+  const std::vector<float> kf = centered_uniform(rng, elements);
+  const std::vector<float> vf = centered_uniform(rng, elements);
   std::vector<T> kt(elements);
   std::vector<T> vt(elements);
   if constexpr (!kFromFloat) {
@@ -335,10 +340,8 @@ void BM_PagedKVCache_AppendPrefill512(benchmark::State& state) {
   inferkit::PagedKVCache<T> cache(shape);
   const std::size_t elements = std::size_t{kTokens} * 8 * 128;
   inferkit::Rng rng(2);
-  std::vector<float> kf(elements);
-  std::vector<float> vf(elements);
-  for (float& x : kf) x = rng.uniform() - 0.5f;
-  for (float& x : vf) x = rng.uniform() - 0.5f;
+  const std::vector<float> kf = centered_uniform(rng, elements);
+  const std::vector<float> vf = centered_uniform(rng, elements);
   std::vector<std::int64_t> order(static_cast<std::size_t>(shape.num_blocks));
   for (std::size_t b = 0; b < order.size(); ++b) order[b] = static_cast<std::int64_t>(b);
   for (std::size_t i = order.size(); i > 1; --i) {

@@ -101,7 +101,7 @@ inline std::uint32_t visible_lanes(const AttentionParams& params, std::int64_t p
   std::uint32_t keep = all_keys(count);
   if (params.causal) {
     const std::int64_t n = std::clamp<std::int64_t>(position - tok0 + 1, 0, kTileTokens);
-    keep &= n >= kTileTokens ? 0xFFFFu : (1u << n) - 1u;
+    keep &= all_keys(static_cast<std::int32_t>(n));
   }
   if (params.window_left >= 0) {
     const std::int64_t first =
