@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <inferkit/core/error.hpp>
 #include <iterator>
 #include <limits>
 #include <span>
@@ -53,8 +54,9 @@ inline float max_value(std::span<const float> values) noexcept {
   std::fill(std::begin(lanes), std::end(lanes), -std::numeric_limits<float>::infinity());
   const float* x = values.data();
   const std::size_t n = values.size();
+  const std::size_t full_end = n / kSumLanes * kSumLanes;  // as in lane_sum: no wrapping bound
   std::size_t i = 0;
-  for (; i + kSumLanes <= n; i += kSumLanes) {
+  for (; i < full_end; i += kSumLanes) {
     for (std::size_t l = 0; l < kSumLanes; ++l) {
       lanes[l] = x[i + l] > lanes[l] ? x[i + l] : lanes[l];  // NaN compares false
     }
@@ -69,19 +71,25 @@ inline float max_value(std::span<const float> values) noexcept {
   return best;
 }
 
-/// Sum of `weight(i)` for i in [begin, end), in float lanes (vectorizable).
+/// Sum of `weight(i)` for i in [begin, end), in float lanes (vectorizable). Needs begin <= end.
 template <class Weight>
 inline float lane_sum(const Weight& weight, std::size_t begin, std::size_t end) {
+  INFERKIT_ASSERT(begin <= end);
   float lanes[kSumLanes] = {};
+  // Trip counts from the length, not `i + kSumLanes <= end`: that test wraps for an `end` near
+  // SIZE_MAX, so g++ 12 at -O3 could not bound the tail loop and warned (as an error under
+  // -Werror) that its 2^62-th iteration overflows the index. The tail is now < kSumLanes.
+  const std::size_t length = end - begin;
+  const std::size_t full_end = begin + length / kSumLanes * kSumLanes;
   std::size_t i = begin;
-  for (; i + kSumLanes <= end; i += kSumLanes) {
+  for (; i < full_end; i += kSumLanes) {
     for (std::size_t l = 0; l < kSumLanes; ++l) {
       lanes[l] += weight(i + l);
     }
   }
   float tail = 0.0f;
-  for (; i < end; ++i) {
-    tail += weight(i);
+  for (std::size_t t = 0; t < length % kSumLanes; ++t) {
+    tail += weight(full_end + t);
   }
   float total = tail;
   for (float lane : lanes) {
