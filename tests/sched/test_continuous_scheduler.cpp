@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests for sched/continuous_scheduler.hpp. Long randomized runs under memory pressure (small
 // pools, bursty arrivals, mixed priorities, shared prefixes in several cache namespaces, aborts,
-// speculative drafts that are often wrong) drive the scheduler with a fake engine that reads every
-// context back through the plan's page table; each request's output must equal the same request
-// run alone, every request finishes exactly once, budgets hold every step, and every block is
-// back in the pool at the end. Targeted cases cover preemption order and hysteresis, rollback of
-// rejected drafts, requests that can never fit, namespaces, and bad arguments (state unchanged).
+// speculative drafts that are often wrong, whole prompts with prefix hits over small budgets)
+// drive the scheduler with a fake engine that reads every context back through the plan's page
+// table; each request's output must equal the same request run alone, every request finishes
+// exactly once, budgets hold every step, the scheduler is consistent after every schedule and
+// commit, and every block is back in the pool at the end. Targeted cases cover preemption order
+// and hysteresis, rollback of rejected drafts, requests that can never fit, namespaces, and bad
+// arguments (state unchanged).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <inferkit/core/rng.hpp>
@@ -130,6 +133,7 @@ RunOutcome run_scenario(const Scenario& sc, Policy policy = {}) {
             id, test::fake_drafts(sched.tokens(id), k, sc.draft_accuracy, kVocab, rng));
       }
       const StepPlan& plan = sched.schedule(now);
+      sched.check_consistency();  // in flight too: every running request, planned or not
       check_step_plan(plan);
       REQUIRE(plan.num_tokens() <= sc.config.max_batched_tokens);
       REQUIRE(plan.num_seqs() <= sc.config.max_num_seqs);
@@ -187,8 +191,13 @@ void check_outputs(const RunOutcome& run, const Scenario& sc) {
         CHECK(std::equal(o.output.begin(), o.output.end(), want.begin()));
         break;
       case FinishReason::kExceedsCapacity:
-        // Only a request whose prompt (or prompt + output so far) outgrows the pool.
-        CHECK(req.prompt.size() + o.output.size() + 1 > pool_tokens / 2);
+        // Only a request whose prompt (or prompt + output so far) outgrows the pool, or without
+        // chunked prefill one that outgrows a step's budget (its recompute must fit one step).
+        if (sc.config.chunked_prefill ||
+            static_cast<std::int64_t>(req.prompt.size() + o.output.size()) <=
+                sc.config.max_batched_tokens) {
+          CHECK(req.prompt.size() + o.output.size() + 1 > pool_tokens / 2);
+        }
         CHECK(std::equal(o.output.begin(), o.output.end(), want.begin()));
         break;
       case FinishReason::kNone:
@@ -218,6 +227,62 @@ TEST_CASE(
     check_outputs(run, sc);
     CHECK(run.stats.preemptions > 0);  // the pools are small enough to force them
   }
+}
+
+TEST_CASE(
+    "ContinuousScheduler: without chunked prefill, prefix hits that miss the leftover budget keep "
+    "every policy consistent",
+    "[sched][continuous_scheduler]") {
+  // Whole prompts only, small budgets eaten by decodes and drafts, and prompts from a few shared
+  // heads in two namespaces: requests often match a cached prefix but their remaining prompt does
+  // not fit what the step has left, so they are admitted but not planned (the class comment's
+  // contract). Pools of 6-40 blocks of 1-16 tokens; bursty arrivals; run_scenario checks
+  // consistency after every schedule and every commit.
+  Rng params(3100);
+  std::int64_t cached = 0;
+  for (int round = 0; round < 6 * kRunScale; ++round) {
+    Scenario sc;
+    sc.seed = 3100 + static_cast<std::uint64_t>(round);
+    sc.block_size = static_cast<std::int32_t>(1 + params.below(16));
+    sc.num_blocks = static_cast<std::int32_t>(6 + params.below(35));
+    const std::int32_t pool_tokens = sc.num_blocks * sc.block_size;
+    sc.config.chunked_prefill = false;
+    sc.config.max_batched_tokens = std::min<std::int64_t>(4 + params.below(29), pool_tokens);
+    sc.config.max_num_seqs = static_cast<std::int32_t>(2 + params.below(7));
+    sc.config.watermark = params.below(2) == 0 ? 0.0 : 0.05;
+    sc.config.preemption_headroom_steps = params.below(2) == 0 ? 0 : 8;
+    sc.num_requests = 80;
+    sc.max_arrivals_per_step = 8;
+    sc.prompt_max = static_cast<std::int32_t>(std::max<std::int64_t>(
+        2, std::min<std::int64_t>(pool_tokens / 2, sc.config.max_batched_tokens)));
+    sc.prompt_min = std::max(1, sc.prompt_max / 2);
+    sc.prefix_len = std::max(sc.block_size, sc.prompt_max * 2 / 3);
+    sc.prefix_groups = 3;
+    sc.namespaces = 2;
+    sc.output_max = 12;
+    INFO("round " << round << " seed " << sc.seed << ": " << sc.num_blocks << " blocks of "
+                  << sc.block_size << ", budget " << sc.config.max_batched_tokens);
+    {
+      INFO("fcfs");
+      const RunOutcome run = run_scenario(sc, FcfsPolicy{});
+      check_outputs(run, sc);
+      cached += run.stats.cached_prompt_tokens;
+    }
+    {
+      INFO("priority");
+      check_outputs(run_scenario(sc, PriorityPolicy{}), sc);
+    }
+    {
+      INFO("longest prefix match");
+      check_outputs(run_scenario(sc, LongestPrefixMatchPolicy{5.0, 16}), sc);
+    }
+    {
+      INFO("whole-batch admission");  // a batch may form past the budget, prefix hits and all
+      sc.config.admission = AdmissionMode::kWholeBatch;
+      check_outputs(run_scenario(sc, FcfsPolicy{}), sc);
+    }
+  }
+  CHECK(cached > 0);  // the shared heads were matched
 }
 
 TEST_CASE("ContinuousScheduler: priority and prefix-match policies keep outputs exact",

@@ -62,6 +62,15 @@ struct SchedulerStats {
 /// computes it and calls `commit(results, now)` with each scheduled sequence's emitted tokens,
 /// in plan order. Between the two no other mutating call but `abort` is allowed.
 ///
+/// **Admission.** A waiting request is admitted (it runs: it holds its prefix-cache match,
+/// locked, and is promised the rest of its KV) when its KV fits, whether or not this step can
+/// plan its first prefill chunk. Without chunked prefill a prompt whose rest exceeds the step's
+/// leftover budget, and with whole-batch admission a batch larger than the budget, leave it
+/// *admitted but unplanned*: running, absent from the plan, with its block table (the matched
+/// blocks, or none) mirrored in its page run like every running request's; a later step plans
+/// it among the running prefills, before any new admission. `check_consistency()` holds in that
+/// state, between schedule() and commit() too.
+///
 /// **Guarantees.** No request is lost, duplicated or given tokens out of order: a preempted
 /// request recomputes its KV and continues where it stopped. Every throwing call changes
 /// nothing. A request that can never fit (its prompt, or its KV reservation, exceeds the pool)

@@ -218,7 +218,25 @@ void ContinuousScheduler<Policy>::check_consistency() const {
       }
       if (r.pending() < 1 && !in_flight_) fail(name + "nothing pending");
     }
+    // In the plan exactly while a step is in flight and it is planned (admitted-but-unplanned
+    // requests run outside it), with the page offsets of its run.
+    if (r.plan_index >= 0) {
+      const auto i = static_cast<std::size_t>(r.plan_index);
+      if (!in_flight_ || !running || i >= plan_slots_.size() ||
+          plan_slots_[i] != static_cast<std::int32_t>(s)) {
+        fail(name + "plan index");
+      }
+      if (plan_.page_begin[i] != pages_.begin(s) || plan_.page_end[i] != pages_.end(s)) {
+        fail(name + "plan pages");
+      }
+    }
     promised += r.promised_blocks;
+  }
+  if (in_flight_) {
+    for (std::size_t i = 0; i < plan_slots_.size(); ++i) {
+      const std::int32_t slot = plan_slots_[i];
+      if (slot >= 0 && rec(slot).plan_index != static_cast<std::int32_t>(i)) fail("plan slots");
+    }
   }
   if (live != slot_of_.size()) fail("id map size");
   if (queued != waiting_.size()) fail("waiting set size");

@@ -189,7 +189,9 @@ void ContinuousScheduler<Policy>::admit(std::int64_t& budget, double now) {
 }
 
 // Admits `slot` if its KV fits after the prefix match (true), finishes it if it never can
-// (true), or leaves it waiting (false: admission stops).
+// (true), or leaves it waiting (false: admission stops). An admitted request whose first prefill
+// chunk this step cannot plan runs unplanned until a later step does (see the class comment);
+// its page run mirrors its block table, the matched prefix, from admission on.
 template <SchedulingPolicy Policy>
 bool ContinuousScheduler<Policy>::try_admit(std::int32_t slot, std::int64_t& budget,
                                             bool recovering) {
@@ -227,7 +229,10 @@ bool ContinuousScheduler<Policy>::try_admit(std::int32_t slot, std::int64_t& bud
     stats_.cached_prompt_tokens += match.num_tokens;
   }
   update_promise(r);
-  if (budget > 0) schedule_prefill(slot, budget);
+  const bool planned = budget > 0 && schedule_prefill(slot, budget);
+  // Planned or not, a running request's page run mirrors its block table (push_sequence synced
+  // a planned one; an unplanned one holds the matched prefix, if any, and nothing else).
+  if (!planned) pages_.sync(static_cast<std::size_t>(slot), r.table.blocks());
   return true;
 }
 
