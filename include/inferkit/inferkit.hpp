@@ -20,7 +20,10 @@
 #include <inferkit/core/model_shape.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/core/token_id.hpp>
+#include <inferkit/engine/async_engine.hpp>
 #include <inferkit/engine/engine.hpp>
+#include <inferkit/engine/latency_histogram.hpp>
+#include <inferkit/engine/stop_string_matcher.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
 #include <inferkit/kv/kv_cache.hpp>
@@ -56,6 +59,7 @@
 #include <inferkit/spec/acceptance_stats.hpp>
 #include <inferkit/spec/chain_verifier.hpp>
 #include <inferkit/spec/goodness_of_fit.hpp>
+#include <inferkit/spec/logprobs.hpp>
 #include <inferkit/spec/ngram_drafter.hpp>
 #include <inferkit/spec/sampling.hpp>
 #include <inferkit/spec/simulated_drafter.hpp>

@@ -3,7 +3,8 @@
 // sim/: ContinuousScheduler -> LlamaModel::forward over paged KV -> sampling, or verification of
 // n-gram drafts by the chain verifier -> commit, with the RadixTree prefix cache. The simulator
 // and the engine take the same scheduler and workloads, so predicted and measured figures can be
-// compared. One engine, one thread of control (the kernels use OpenMP inside a step).
+// compared. Not thread-safe: one thread of control calls every method (the kernels use OpenMP
+// inside a step); other threads reach an engine through AsyncEngine (engine/async_engine.hpp).
 #pragma once
 
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <inferkit/sched/request.hpp>
 #include <inferkit/sched/scheduler_config.hpp>
 #include <inferkit/spec/chain_verifier.hpp>
+#include <inferkit/spec/logprobs.hpp>
 #include <inferkit/spec/ngram_drafter.hpp>
 #include <inferkit/spec/sampling.hpp>
 #include <memory>
@@ -39,6 +41,17 @@ struct GenerationParams {
   bool stop_at_eos = true;             ///< also stop at the model's end-of-sequence tokens
   std::int32_t priority = 0;           ///< Request::priority
   CacheNamespace cache_namespace = 0;  ///< Request::cache_namespace
+  /// Report each output token's log-probability (and the `top_logprobs` most likely tokens)
+  /// with the token, through the event callback.
+  bool logprobs = false;
+  std::int32_t top_logprobs = 0;  ///< [0, kMaxTopLogprobs], with `logprobs`
+};
+
+/// New output tokens of one request, as a step commits them.
+struct TokenEvent {
+  RequestId id = 0;                         ///< the request
+  std::span<const TokenId> tokens;          ///< its new tokens, in order
+  std::span<const TokenLogprobs> logprobs;  ///< one per token when it asked; else empty
 };
 
 /// How an engine is built.
@@ -77,6 +90,8 @@ class Engine {
     Rng rng{0};
     std::size_t prompt_size = 0;
     std::size_t streamed = 0;  // output tokens handed to the callback
+    // This step's emitted tokens start at emitted_[step_begin] (npos: none this step).
+    std::size_t step_begin = static_cast<std::size_t>(-1);
   };
 
   const LlamaModel& model_;
@@ -91,12 +106,13 @@ class Engine {
   std::vector<float> probs_;
   SamplingWorkspace sampling_;
   std::vector<TokenId> emitted_;
+  std::vector<TokenLogprobs> emitted_logprobs_;  // [emitted_] where the request asked
   std::vector<TokenId> draft_buffer_;
   std::vector<SequenceResult> results_;
   std::vector<std::size_t> begins_;  // [sequences + 1] offsets of their tokens in emitted_
   std::unordered_map<RequestId, PerRequest> requests_;
   std::vector<RequestOutcome> finished_;
-  std::function<void(RequestId, std::span<const TokenId>)> on_tokens_;
+  std::function<void(const TokenEvent&)> on_tokens_;
   EngineStats stats_;
   RequestId next_id_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
@@ -114,6 +130,8 @@ class Engine {
             static_cast<std::size_t>(std::max(options.ngram_min, 1)),
             static_cast<std::size_t>(std::max(options.ngram_max, std::max(options.ngram_min, 1))),
             static_cast<std::size_t>(std::max(options.max_draft_tokens, 1))) {
+    check_arg(options.num_blocks >= 1, ErrorCode::kInvalidArgument, "num_blocks",
+              options.num_blocks, "must be >=", 1);
     check_arg(!options.ngram_speculation || options.max_draft_tokens >= 1,
               ErrorCode::kInvalidArgument, "max_draft_tokens", options.max_draft_tokens,
               "must be >= 1 with ngram_speculation; limit", 1);
@@ -133,6 +151,16 @@ class Engine {
 
   /// Calls `callback(id, tokens)` after every step with each request's newly emitted tokens.
   void set_token_callback(std::function<void(RequestId, std::span<const TokenId>)> callback) {
+    if (!callback) {
+      on_tokens_ = nullptr;
+      return;
+    }
+    on_tokens_ = [f = std::move(callback)](const TokenEvent& e) { f(e.id, e.tokens); };
+  }
+
+  /// Calls `callback(event)` after every step with each request's newly emitted tokens and, for
+  /// the requests that asked, their log-probabilities. Replaces `set_token_callback`'s.
+  void set_event_callback(std::function<void(const TokenEvent&)> callback) {
     on_tokens_ = std::move(callback);
   }
 
@@ -140,6 +168,10 @@ class Engine {
   /// empty prompt, a token outside the vocabulary or bad generation parameters.
   RequestId submit(std::vector<TokenId> prompt, const GenerationParams& params = {}) {
     validate(params.sampling);
+    check_arg(
+        !params.logprobs || (params.top_logprobs >= 0 && params.top_logprobs <= kMaxTopLogprobs),
+        ErrorCode::kInvalidArgument, "top_logprobs", params.top_logprobs,
+        "must be in [0, kMaxTopLogprobs] with kMaxTopLogprobs =", kMaxTopLogprobs);
     for (std::size_t i = 0; i < prompt.size(); ++i) {
       if (prompt[i] < 0 || prompt[i] >= model_.config().vocab_size) {
         check_arg(false, ErrorCode::kInvalidArgument, "prompt[" + std::to_string(i) + "]",
@@ -195,6 +227,47 @@ class Engine {
     return out;
   }
 
+  /// Where request `id` is (waiting, running, preempted); nullopt once it has finished or for an
+  /// id the engine never held.
+  [[nodiscard]] std::optional<RequestState> state(RequestId id) const {
+    if (!sched_->contains(id)) return std::nullopt;
+    return sched_->state(id);
+  }
+  /// Requests waiting for admission (preempted ones included) and running.
+  [[nodiscard]] std::int32_t num_waiting() const noexcept { return sched_->num_waiting(); }
+  [[nodiscard]] std::int32_t num_running() const noexcept { return sched_->num_running(); }
+  /// The KV page pool: pages in all, free, and free but still holding cached prefixes.
+  [[nodiscard]] std::int32_t kv_pages_total() const noexcept { return allocator_->num_blocks(); }
+  [[nodiscard]] std::int32_t kv_pages_free() const noexcept {
+    return allocator_->num_free_blocks();
+  }
+  [[nodiscard]] std::int32_t kv_pages_cached() const noexcept {
+    return allocator_->num_evictable_blocks();
+  }
+  /// The context length: prompt and output tokens of one request together.
+  [[nodiscard]] std::int64_t max_model_len() const noexcept {
+    return sched_->config().max_model_len;
+  }
+  /// The longest prompt `submit` can run: shorter than max_model_len and, with on-demand KV
+  /// reservation, its pages within the pool less the scheduler's watermark (with chunked prefill
+  /// off, also within one step's budget). A longer one finishes at once with kExceedsCapacity.
+  /// (Other reservations can refuse shorter prompts, judged on their reservation.)
+  [[nodiscard]] std::int64_t max_prompt_tokens() const noexcept {
+    const SchedulerConfig& c = sched_->config();
+    std::int64_t limit = c.max_model_len - 1;
+    if (c.reservation == KvReservation::kOnDemand) {
+      const auto watermark =
+          static_cast<std::int64_t>(c.watermark * static_cast<double>(allocator_->num_blocks()));
+      limit = std::min(limit, (allocator_->num_blocks() - watermark) * allocator_->block_size());
+    }
+    if (!c.chunked_prefill) {
+      const std::int64_t chunk = c.max_prefill_chunk_tokens > 0
+                                     ? std::min(c.max_prefill_chunk_tokens, c.max_batched_tokens)
+                                     : c.max_batched_tokens;
+      limit = std::min(limit, chunk);
+    }
+    return limit;
+  }
   /// Whether requests are waiting or running.
   [[nodiscard]] bool has_unfinished() const noexcept { return sched_->has_unfinished(); }
   /// Engine counters.
@@ -215,6 +288,7 @@ class Engine {
   std::size_t pick_tokens(const float* rows, std::span<const TokenId> drafts, PerRequest& req,
                           TokenId* out);
   void stream(RequestId id, std::span<const TokenId> all);
+  void emit(RequestId id, const PerRequest& req, std::span<const TokenId> tokens);
   void propose_drafts(const StepPlan& plan);
 };
 

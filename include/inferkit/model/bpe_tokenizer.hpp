@@ -233,6 +233,31 @@ class BpeTokenizer {
     return chat_.apply(messages, add_generation_prompt);
   }
 
+  /// Tokens of the conversation `messages` (as `chat_prompt`), with only the template's own
+  /// markers as special tokens: special-token text inside a role or a content is tokenized as
+  /// plain text, so a user cannot forge a turn. Equals `encode(chat_prompt(...), true)` when no
+  /// content writes a special token. Throws `Error{kUnsupported}` when the template is not
+  /// ChatML or a marker is not in the vocabulary.
+  [[nodiscard]] std::vector<TokenId> encode_chat(std::span<const ChatMessage> messages,
+                                                 bool add_generation_prompt) const {
+    std::vector<TokenId> out;
+    for (const ChatTemplate::Piece& p : chat_.pieces(messages, add_generation_prompt)) {
+      if (!p.marker) {
+        const std::vector<TokenId> ids = encode(p.text, /*parse_special=*/false);
+        out.insert(out.end(), ids.begin(), ids.end());
+        continue;
+      }
+      const std::optional<TokenId> id = find_token(p.text);
+      if (!id) {
+        detail::throw_error(
+            ErrorCode::kUnsupported,
+            detail::concat({"chat marker '", p.text, "' is not in the vocabulary"}));
+      }
+      out.push_back(*id);
+    }
+    return out;
+  }
+
  private:
   void check_id(TokenId id) const {
     check_arg(id >= 0 && id < vocab_size(), ErrorCode::kOutOfRange, "token id", id,

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace inferkit {
 
@@ -59,13 +60,31 @@ class ChatTemplate {
   /// "You are a helpful AI assistant named SmolLM, trained by Hugging Face"), or empty.
   [[nodiscard]] std::string_view default_system_prompt() const noexcept { return default_system_; }
 
+  /// One piece of a rendered conversation: the template's own special markers
+  /// (`<|im_start|>`, `<|im_end|>`) apart from the text between them (roles, contents, newlines).
+  struct Piece {
+    std::string text;     ///< the piece's text
+    bool marker = false;  ///< a special token of the template, not text
+  };
+
   /// The prompt for `messages`: each as `<|im_start|>{role}\n{content}<|im_end|>\n`, after the
   /// default system turn when the template has one and messages[0] is not a system turn, then
   /// `<|im_start|>assistant\n` when `add_generation_prompt`. Tokenize it with special tokens
-  /// parsed. Throws `Error{kUnsupported}` (quoting the template's start) when the template is
-  /// not ChatML.
+  /// parsed only when the contents are trusted; `BpeTokenizer::encode_chat` parses only the
+  /// template's markers. Throws `Error{kUnsupported}` (quoting the template's start) when the
+  /// template is not ChatML.
   [[nodiscard]] std::string apply(std::span<const ChatMessage> messages,
                                   bool add_generation_prompt) const {
+    std::string out;
+    for (const Piece& p : pieces(messages, add_generation_prompt)) out.append(p.text);
+    return out;
+  }
+
+  /// `apply`'s text as pieces, markers apart; text pieces between two markers are joined, so
+  /// encoding each text piece whole gives the tokens of `apply`'s text with specials parsed
+  /// (when no content writes a special token). Throws as `apply`.
+  [[nodiscard]] std::vector<Piece> pieces(std::span<const ChatMessage> messages,
+                                          bool add_generation_prompt) const {
     if (!is_chatml_) {
       detail::throw_error(
           ErrorCode::kUnsupported,
@@ -74,16 +93,28 @@ class ChatTemplate {
                           "is not ChatML (<|im_start|>role\\ncontent<|im_end|>), the family "
                           "inferkit renders"}));
     }
-    std::string out;
+    std::vector<Piece> out;
+    const auto text = [&](std::string_view t) {
+      if (out.empty() || out.back().marker) out.push_back({std::string(), false});
+      out.back().text.append(t);
+    };
     const auto turn = [&](std::string_view role, std::string_view content) {
-      out.append("<|im_start|>").append(role).append("\n").append(content).append("<|im_end|>\n");
+      out.push_back({"<|im_start|>", true});
+      text(role);
+      text("\n");
+      text(content);
+      out.push_back({"<|im_end|>", true});
+      text("\n");
     };
     if (has_default_system_ && (messages.empty() || messages[0].role != "system")) {
       // The template inserts it inside its loop (loop.first), so not for an empty conversation.
       if (!messages.empty()) turn("system", default_system_);
     }
     for (const ChatMessage& m : messages) turn(m.role, m.content);
-    if (add_generation_prompt) out.append("<|im_start|>assistant\n");
+    if (add_generation_prompt) {
+      out.push_back({"<|im_start|>", true});
+      text("assistant\n");
+    }
     return out;
   }
 

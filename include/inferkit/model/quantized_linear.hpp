@@ -109,6 +109,7 @@ inline void linear_on(LinearIsa isa, const LinearWeights& w, const float* x, std
   const int max_threads = parallel ? omp_get_max_threads() : 1;
 #else
   const int max_threads = 1;
+  (void)parallel;  // serial build (INFERKIT_OPENMP=OFF): one thread whatever the size
 #endif
   // Allocated here, not in the parallel region, where bad_alloc could not propagate.
   const std::unique_ptr<float[]> scratch(

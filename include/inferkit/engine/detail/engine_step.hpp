@@ -26,6 +26,7 @@ inline bool Engine::step() {
   // Each sampling sequence owns 1 + drafts consecutive logit rows, in plan order, and emits at
   // most that many tokens.
   emitted_.resize(plan.logits_indices.size());
+  emitted_logprobs_.resize(emitted_.size());
   begins_.assign(1, 0);
   std::size_t row = 0;
   for (std::int32_t s = 0; s < plan.num_seqs(); ++s) {
@@ -35,9 +36,19 @@ inline bool Engine::step() {
     if (seq.samples) {
       const auto end = static_cast<std::size_t>(plan.q_indptr[static_cast<std::size_t>(s) + 1]);
       const auto k = static_cast<std::size_t>(seq.num_draft_tokens);
+      PerRequest& req = requests_.at(seq.request_id);
       n = pick_tokens(logits_.data() + row * vocab,
-                      std::span<const TokenId>(plan.token_ids.data() + end - k, k),
-                      requests_.at(seq.request_id), emitted_.data() + begins_.back());
+                      std::span<const TokenId>(plan.token_ids.data() + end - k, k), req,
+                      emitted_.data() + begins_.back());
+      req.step_begin = begins_.back();
+      if (req.params.logprobs) {
+        // Token j was drawn from logit row j of the sequence (drafts accepted in order).
+        for (std::size_t j = 0; j < n; ++j) {
+          emitted_logprobs_[begins_.back() + j] =
+              token_logprobs(std::span<const float>(logits_.data() + (row + j) * vocab, vocab),
+                             emitted_[begins_.back() + j], req.params.top_logprobs);
+        }
+      }
       row += k + 1;
     }
     begins_.push_back(begins_.back() + n);
@@ -57,6 +68,10 @@ inline bool Engine::step() {
     }
   }
   collect_finished();
+  for (const ScheduledSequence& seq : plan.sequences) {
+    const auto it = requests_.find(seq.request_id);
+    if (it != requests_.end()) it->second.step_begin = static_cast<std::size_t>(-1);
+  }
   if (options_.ngram_speculation) propose_drafts(plan);
   stats_.step_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -97,9 +112,20 @@ inline void Engine::stream(RequestId id, std::span<const TokenId> all) {
   PerRequest& req = requests_.at(id);
   const std::size_t outputs = all.size() - req.prompt_size;
   if (outputs > req.streamed) {
-    on_tokens_(id, all.subspan(req.prompt_size + req.streamed));
+    emit(id, req, all.subspan(req.prompt_size + req.streamed));
     req.streamed = outputs;
   }
+}
+
+// The tokens a step committed for `id` are a prefix of what it emitted for it (the scheduler
+// cuts after a stop token or at the length limit), so their log-probabilities are too.
+inline void Engine::emit(RequestId id, const PerRequest& req, std::span<const TokenId> tokens) {
+  TokenEvent e{id, tokens, {}};
+  if (req.params.logprobs && req.step_begin != static_cast<std::size_t>(-1)) {
+    e.logprobs =
+        std::span<const TokenLogprobs>(emitted_logprobs_).subspan(req.step_begin, tokens.size());
+  }
+  on_tokens_(e);
 }
 
 inline void Engine::collect_finished() {
@@ -108,7 +134,7 @@ inline void Engine::collect_finished() {
     if (it != requests_.end()) {
       PerRequest& req = it->second;
       if (on_tokens_ && o.output.size() > req.streamed) {
-        on_tokens_(o.id, std::span<const TokenId>(o.output).subspan(req.streamed));
+        emit(o.id, req, std::span<const TokenId>(o.output).subspan(req.streamed));
       }
       requests_.erase(it);
     }
