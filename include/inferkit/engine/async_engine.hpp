@@ -84,19 +84,19 @@ struct AsyncEngineMetrics {
   std::int32_t kv_pages_cached = 0;      ///< free but holding cached prefixes
   std::int64_t requests_accepted = 0;    ///< submitted and queued
   std::int64_t requests_overloaded = 0;  ///< refused: queue full
-  std::int64_t requests_finished_stop = 0;
-  std::int64_t requests_finished_length = 0;
-  std::int64_t requests_cancelled = 0;
-  std::int64_t requests_failed = 0;       ///< exceeds capacity or engine error
-  std::int64_t prompt_tokens = 0;         ///< prompts of finished requests
-  std::int64_t cached_prompt_tokens = 0;  ///< of which served by the prefix cache
-  std::int64_t generation_tokens = 0;     ///< output tokens delivered
-  std::int64_t preemptions = 0;           ///< scheduler preemptions
-  std::int64_t steps = 0;                 ///< engine steps
-  LatencyHistogram ttft;                  ///< arrival to first token, seconds
-  LatencyHistogram inter_token;           ///< between consecutive tokens of a request, seconds
-  LatencyHistogram queue_time;            ///< arrival to first scheduled, seconds
-  LatencyHistogram e2e;                   ///< arrival to finish, seconds
+  std::int64_t requests_finished_stop = 0;    ///< ended by a stop token or string
+  std::int64_t requests_finished_length = 0;  ///< ended at their length limit
+  std::int64_t requests_cancelled = 0;        ///< cancelled (client or drain deadline)
+  std::int64_t requests_failed = 0;           ///< exceeds capacity or engine error
+  std::int64_t prompt_tokens = 0;             ///< prompts of finished requests
+  std::int64_t cached_prompt_tokens = 0;      ///< of which served by the prefix cache
+  std::int64_t generation_tokens = 0;         ///< output tokens delivered
+  std::int64_t preemptions = 0;               ///< scheduler preemptions
+  std::int64_t steps = 0;                     ///< engine steps
+  LatencyHistogram ttft;                      ///< arrival to first token, seconds
+  LatencyHistogram inter_token;               ///< between consecutive tokens of a request, seconds
+  LatencyHistogram queue_time;                ///< arrival to first scheduled, seconds
+  LatencyHistogram e2e;                       ///< arrival to finish, seconds
 };
 
 namespace detail {
@@ -137,7 +137,9 @@ struct FrontShared {
 /// any thread (one consumer at a time takes the updates); outlives the engine.
 class CompletionHandle {
  public:
+  /// An empty handle (assign one from `AsyncEngine::submit`).
   CompletionHandle() = default;
+  /// Made by `AsyncEngine::submit`.
   CompletionHandle(RequestId id, std::shared_ptr<detail::CompletionState> state,
                    std::weak_ptr<detail::FrontShared> front)
       : id_(id), state_(std::move(state)), front_(std::move(front)) {}

@@ -233,14 +233,17 @@ class Engine {
     if (!sched_->contains(id)) return std::nullopt;
     return sched_->state(id);
   }
-  /// Requests waiting for admission (preempted ones included) and running.
+  /// Requests waiting for admission (preempted ones included).
   [[nodiscard]] std::int32_t num_waiting() const noexcept { return sched_->num_waiting(); }
+  /// Requests running (admitted, holding KV pages).
   [[nodiscard]] std::int32_t num_running() const noexcept { return sched_->num_running(); }
-  /// The KV page pool: pages in all, free, and free but still holding cached prefixes.
+  /// KV pages in the pool.
   [[nodiscard]] std::int32_t kv_pages_total() const noexcept { return allocator_->num_blocks(); }
+  /// KV pages on the free list.
   [[nodiscard]] std::int32_t kv_pages_free() const noexcept {
     return allocator_->num_free_blocks();
   }
+  /// KV pages free but still holding cached prefixes (reused before they are evicted).
   [[nodiscard]] std::int32_t kv_pages_cached() const noexcept {
     return allocator_->num_evictable_blocks();
   }

@@ -16,9 +16,10 @@
 
 namespace inferkit {
 
-/// The most stop strings one request may give, and the longest one (bytes). OpenAI allows 4;
-/// llama-server and vLLM allow more. The limits bound the matcher's work per byte.
+/// The most stop strings one request may give (OpenAI allows 4; llama-server and vLLM more).
+/// With kMaxStopStringBytes, it bounds the matcher's work per byte.
 inline constexpr std::size_t kMaxStopStrings = 16;
+/// The longest stop string, in bytes.
 inline constexpr std::size_t kMaxStopStringBytes = 256;
 
 /// Streams text through a set of stop strings.
