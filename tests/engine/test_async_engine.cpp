@@ -293,7 +293,7 @@ TEST_CASE("AsyncEngine: a full queue answers kOverloaded at once, and drain fini
   check_pool_clean(front);
 }
 
-TEST_CASE("AsyncEngine: a drain deadline cancels what still runs; shutdown loses no result",
+TEST_CASE("AsyncEngine: a drain deadline cancels what still runs, and shutdown loses no result",
           "[engine][async_engine]") {
   INFERKIT_NEED_MODEL(m);
   std::vector<CompletionHandle> handles;

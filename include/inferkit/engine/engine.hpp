@@ -36,7 +36,9 @@ struct GenerationParams {
   std::int64_t max_new_tokens = 128;  ///< >= 1
   /// Temperature, top-k, top-p, min-p; temperature 0 (the default here) is greedy.
   SamplingParams sampling{0.0f, 0, 1.0f, 0.0f};
-  std::uint64_t seed = 0;              ///< the request's random stream (sampling, verification)
+  /// The request's random stream (sampling, verification): the same seed draws the same tokens
+  /// on every run, alone or in any batch. Give requests distinct seeds for distinct draws.
+  std::uint64_t seed = 0;
   std::vector<TokenId> stop_tokens;    ///< extra stop tokens
   bool stop_at_eos = true;             ///< also stop at the model's end-of-sequence tokens
   std::int32_t priority = 0;           ///< Request::priority
@@ -197,7 +199,9 @@ class Engine {
     }
     PerRequest& p = requests_[next_id_];
     p.params = params;
-    p.rng = Rng(params.seed, static_cast<std::uint64_t>(next_id_));
+    // The stream depends on the seed alone, so a request drawn again with its seed draws the
+    // same tokens, whenever and beside whatever it runs (OpenAI's `seed`).
+    p.rng = Rng(params.seed, 0);
     p.prompt_size = sched_->tokens(next_id_).size();
     return next_id_++;
   }
