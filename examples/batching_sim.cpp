@@ -11,17 +11,19 @@
 // Static batching admits a batch and waits for its longest member: finished members' slots sit
 // idle. Continuous batching refills a slot the step after it frees. The gap grows with the
 // spread of output lengths: Pareto(1.5) is heavy-tailed, like real chat outputs.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <examples/support/cli.hpp>
-#include <examples/support/json.hpp>
+#include <examples/support/cli_main.hpp>
+#include <examples/support/json_out.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/sched/continuous_scheduler.hpp>
 #include <inferkit/sched/static_scheduler.hpp>
 #include <inferkit/sim/simulator.hpp>
 #include <inferkit/sim/workload.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -49,33 +51,18 @@ constexpr const char* kUsage =
     "--plot writes FILE.csv (utilization per step) and draws FILE.png with\n"
     "scripts/plot_batching.py (python3 + matplotlib; scripts/demo.sh installs them).\n";
 
-Flags parse_flags(int argc, char** argv) {
-  Flags f;
-  inferkit::examples::ArgParser args(argc, argv, kUsage);
-  while (args.next()) {
-    const std::string& flag = args.flag();
-    if (flag == "--json")
-      f.json = true;
-    else if (flag == "--requests")
-      f.requests = args.integer<long long>(1, 100000);
-    else if (flag == "--batch")
-      f.batch = args.integer<long long>(1, 4096);
-    else if (flag == "--shape")
-      f.shape = args.number(0.01, 100.0);
-    else if (flag == "--scale")
-      f.scale = args.number(1.0, 1e5);
-    else if (flag == "--max-output")
-      f.max_output = args.integer<long long>(1, 1000000);
-    else if (flag == "--rate")
-      f.rate = args.number(0.0, 1e6);
-    else if (flag == "--seed")
-      f.seed = args.integer<long long>(0, 1LL << 62);
-    else if (flag == "--plot")
-      f.plot = args.value();
-    else
-      args.unknown_flag();
-  }
-  return f;
+void add_flags(CLI::App& app, Flags& f) {
+  using inferkit::examples::integer_in;
+  using inferkit::examples::number_in;
+  app.add_option("--requests", f.requests)->transform(integer_in(1LL, 100000LL));
+  app.add_option("--batch", f.batch)->transform(integer_in(1LL, 4096LL));
+  app.add_option("--shape", f.shape)->transform(number_in(0.01, 100.0));
+  app.add_option("--scale", f.scale)->transform(number_in(1.0, 1e5));
+  app.add_option("--max-output", f.max_output)->transform(integer_in(1LL, 1000000LL));
+  app.add_option("--rate", f.rate)->transform(number_in(0.0, 1e6));
+  app.add_option("--seed", f.seed)->transform(integer_in(0LL, 1LL << 62));
+  app.add_option("--plot", f.plot);
+  app.add_flag("--json", f.json);
 }
 
 /// One time unit per step: a step is one token for every running request.
@@ -154,8 +141,10 @@ void write_plot(const Flags& f, const Run& st, const Run& co) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return inferkit::examples::run_main("batching_sim", [&] {
-    const Flags f = parse_flags(argc, argv);
+  return inferkit::examples::run_main("batching_sim", kUsage, [&](CLI::App& app) {
+    Flags f;
+    add_flags(app, f);
+    app.parse(argc, argv);
     inferkit::WorkloadOptions w;
     w.num_requests = f.requests;
     w.arrivals = f.rate > 0.0 ? inferkit::ArrivalProcess::poisson(f.rate)
@@ -186,29 +175,28 @@ int main(int argc, char** argv) {
     const auto& ss = st.result.summary;
     const auto& cs = co.result.summary;
     if (f.json) {
-      inferkit::examples::Json j;
-      j.begin();
-      const auto system = [&](const char* name, const Run& r) {
-        j.begin(name)
-            .field("utilization", r.utilization_waiting, "%.4f")
-            .field("utilization_whole_run", r.utilization, "%.4f")
-            .field("drain_steps", r.drain_steps, "%.0f")
-            .field("throughput", throughput(r), "%.4f")
-            .field("steps", r.result.end_s, "%.0f")
-            .field("p50", r.result.summary.e2e.p50, "%.1f")
-            .field("p99", r.result.summary.e2e.p99, "%.1f")
-            .end();
+      using inferkit::examples::fixed;
+      const auto system = [&](const Run& r) {
+        return nlohmann::ordered_json{
+            {"utilization", fixed(r.utilization_waiting, 4)},
+            {"utilization_whole_run", fixed(r.utilization, 4)},
+            {"drain_steps", fixed(r.drain_steps, 0)},
+            {"throughput", fixed(throughput(r), 4)},
+            {"steps", fixed(r.result.end_s, 0)},
+            {"p50", fixed(r.result.summary.e2e.p50, 1)},
+            {"p99", fixed(r.result.summary.e2e.p99, 1)},
+        };
       };
-      system("static", st);
-      system("continuous", co);
-      j.field("throughput_ratio", ratio, "%.4f")
-          .field("requests", f.requests)
-          .field("batch", f.batch)
-          .field("output_tokens", tokens)
-          .field("longest_output", longest)
-          .field("continuous_above_80_percent", co.utilization_waiting > 0.8)
-          .end();
-      std::puts(j.str().c_str());
+      inferkit::examples::print_json({
+          {"static", system(st)},
+          {"continuous", system(co)},
+          {"throughput_ratio", fixed(ratio, 4)},
+          {"requests", f.requests},
+          {"batch", f.batch},
+          {"output_tokens", tokens},
+          {"longest_output", longest},
+          {"continuous_above_80_percent", co.utilization_waiting > 0.8},
+      });
     } else {
       std::printf(
           "batching_sim: %lld requests, output lengths Pareto(shape %g, scale %g) clamped to "

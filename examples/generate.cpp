@@ -9,13 +9,15 @@
 //
 // --temperature 0 is greedy. --chat wraps the prompt in the model's ChatML template (a user
 // turn, then the assistant's). --json prints one object instead of streaming.
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
-#include <examples/support/cli.hpp>
-#include <examples/support/json.hpp>
+#include <examples/support/cli_main.hpp>
+#include <examples/support/json_out.hpp>
 #include <examples/support/model.hpp>
 #include <inferkit/engine/engine.hpp>
 #include <inferkit/model/stream_decoder.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -27,7 +29,7 @@ struct Flags {
   double temperature = 0.0;
   double top_p = 1.0;
   long long seed = 0;
-  bool spec = false;
+  std::string spec;  // "ngram", or empty: no speculation
   bool chat = false;
   std::string model;
   bool json = false;
@@ -41,40 +43,27 @@ constexpr const char* kUsage =
     "--spec ngram drafts from the prompt and output (prompt lookup) and verifies with the chain\n"
     "verifier; --chat applies the model's chat template to the prompt.\n";
 
-Flags parse_flags(int argc, char** argv) {
-  Flags f;
-  inferkit::examples::ArgParser args(argc, argv, kUsage);
-  while (args.next()) {
-    const std::string& flag = args.flag();
-    if (flag == "--json")
-      f.json = true;
-    else if (flag == "--chat")
-      f.chat = true;
-    else if (flag == "--prompt")
-      f.prompt = args.value();
-    else if (flag == "--max-tokens")
-      f.max_tokens = args.integer<long long>(1, 8192);
-    else if (flag == "--temperature")
-      f.temperature = args.number(0.0, 100.0);
-    else if (flag == "--top-p")
-      f.top_p = args.number(0.001, 1.0);
-    else if (flag == "--seed")
-      f.seed = args.integer<long long>(0, 1LL << 62);
-    else if (flag == "--spec")
-      f.spec = args.choice({"ngram"}) == "ngram";
-    else if (flag == "--model")
-      f.model = args.value();
-    else
-      args.unknown_flag();
-  }
-  return f;
+void add_flags(CLI::App& app, Flags& f) {
+  using inferkit::examples::integer_in;
+  using inferkit::examples::number_in;
+  app.add_option("--prompt", f.prompt);
+  app.add_option("--max-tokens", f.max_tokens)->transform(integer_in(1LL, 8192LL));
+  app.add_option("--temperature", f.temperature)->transform(number_in(0.0, 100.0));
+  app.add_option("--top-p", f.top_p)->transform(number_in(0.001, 1.0));
+  app.add_option("--seed", f.seed)->transform(integer_in(0LL, 1LL << 62));
+  app.add_option("--spec", f.spec)->check(inferkit::examples::one_of({"ngram"}));
+  app.add_flag("--chat", f.chat);
+  app.add_option("--model", f.model);
+  app.add_flag("--json", f.json);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return inferkit::examples::run_main("generate", [&] {
-    const Flags f = parse_flags(argc, argv);
+  return inferkit::examples::run_main("generate", kUsage, [&](CLI::App& app) {
+    Flags f;
+    add_flags(app, f);
+    app.parse(argc, argv);
     const inferkit::examples::LoadedModel m(inferkit::examples::model_path(f.model));
     std::vector<inferkit::TokenId> prompt;
     if (f.chat) {
@@ -87,7 +76,7 @@ int main(int argc, char** argv) {
     inferkit::EngineOptions options;
     options.num_blocks = static_cast<std::int32_t>(
         (static_cast<long long>(prompt.size()) + f.max_tokens + 64) / 16 + 8);
-    options.ngram_speculation = f.spec;
+    options.ngram_speculation = f.spec == "ngram";
     options.eos_tokens = m.end_tokens;
     inferkit::Engine engine(m.model, options);
     inferkit::StreamDecoder decoder(m.tokenizer, /*render_special=*/false);
@@ -115,20 +104,17 @@ int main(int argc, char** argv) {
     const double decode_tps = out.output.size() >= 2 && mt.tpot_s() > 0 ? 1.0 / mt.tpot_s() : 0;
     const inferkit::EngineStats& st = engine.stats();
     if (f.json) {
-      inferkit::examples::Json j;
-      j.begin().begin_array("prompt_tokens");
-      for (inferkit::TokenId t : prompt) j.field("", t);
-      j.end().begin_array("tokens");
-      for (inferkit::TokenId t : out.output) j.field("", t);
-      j.end()
-          .field("text", m.tokenizer.decode(out.output, /*render_special=*/false))
-          .field("finish_reason", std::string(inferkit::to_string(out.reason)))
-          .field("prefill_tokens_per_s", prefill_tps, "%.1f")
-          .field("decode_tokens_per_s", decode_tps, "%.1f")
-          .field("drafted_tokens", st.drafted_tokens)
-          .field("accepted_tokens", st.accepted_tokens)
-          .end();
-      std::puts(j.str().c_str());
+      using inferkit::examples::fixed;
+      inferkit::examples::print_json({
+          {"prompt_tokens", prompt},
+          {"tokens", out.output},
+          {"text", m.tokenizer.decode(out.output, /*render_special=*/false)},
+          {"finish_reason", std::string(inferkit::to_string(out.reason))},
+          {"prefill_tokens_per_s", fixed(prefill_tps, 1)},
+          {"decode_tokens_per_s", fixed(decode_tps, 1)},
+          {"drafted_tokens", st.drafted_tokens},
+          {"accepted_tokens", st.accepted_tokens},
+      });
       return 0;
     }
     std::fputs(decoder.finish().c_str(), stdout);
@@ -137,7 +123,7 @@ int main(int argc, char** argv) {
         "tokens/s",
         prompt.size(), out.output.size(), std::string(inferkit::to_string(out.reason)).c_str(),
         prefill_tps, decode_tps);
-    if (f.spec) {
+    if (!f.spec.empty()) {
       std::printf("; %lld of %lld drafts accepted", static_cast<long long>(st.accepted_tokens),
                   static_cast<long long>(st.drafted_tokens));
     }

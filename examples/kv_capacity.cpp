@@ -10,16 +10,18 @@
 //
 // A GPU's memory comes from a hardware preset (an "80GB" A100 or H100 holds 80 GiB = 80 * 2^30
 // bytes) or is given in GB = 10^9 bytes (--gpu-mem-gb) or GiB = 2^30 bytes (--gpu-mem-gib).
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <examples/support/cli.hpp>
-#include <examples/support/json.hpp>
+#include <examples/support/cli_main.hpp>
+#include <examples/support/json_out.hpp>
 #include <inferkit/core/dtype.hpp>
 #include <inferkit/core/model_shape.hpp>
 #include <inferkit/perf/hardware.hpp>
 #include <inferkit/perf/kv_memory_planner.hpp>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,39 +68,28 @@ constexpr const char* kUsage =
     "  --json           print one JSON object with every figure of the table\n"
     "  --list-models    list the model presets (with --json: as JSON)\n";
 
-Flags parse_flags(int argc, char** argv) {
-  Flags flags;
-  inferkit::examples::ArgParser args(argc, argv, kUsage);
-  while (args.next()) {
-    const std::string& flag = args.flag();
-    if (flag == "--model") {
-      flags.model = args.value();
-    } else if (flag == "--gpus") {
-      flags.gpus = args.integer<int>(1, 1'000'000);
-    } else if (flag == "--gpu") {
-      flags.gpu = args.value();
-    } else if (flag == "--gpu-mem-gb") {
-      flags.gpu_mem_gb = args.number(0.0, 1e9);
-    } else if (flag == "--gpu-mem-gib") {
-      flags.gpu_mem_gib = args.number(0.0, 1e9);
-    } else if (flag == "--context") {
-      flags.context = args.integer<std::int64_t>(1, std::int64_t{1} << 24);
-    } else if (flag == "--weights-dtype") {
-      flags.weights_dtype = args.choice({"bf16", "fp16", "fp8", "int8", "int4"});
-    } else if (flag == "--overhead") {
-      flags.overhead = args.number(0.0, 0.99);
-    } else if (flag == "--kv-scales") {
-      flags.kv_scales = args.choice({"none", "token", "block"});
-    } else if (flag == "--scale-block") {
-      flags.scale_block = args.integer<std::int32_t>(1, 65536);
-    } else if (flag == "--json") {
-      flags.json = true;
-    } else if (flag == "--list-models") {
-      flags.list_models = true;
-    } else {
-      args.unknown_flag();
-    }
-  }
+void add_flags(CLI::App& app, Flags& flags) {
+  using inferkit::examples::integer_in;
+  using inferkit::examples::number_in;
+  using inferkit::examples::one_of;
+  app.add_option("--model", flags.model);
+  app.add_option("--gpus", flags.gpus)->transform(integer_in(1, 1'000'000));
+  app.add_option("--gpu", flags.gpu);  // hardware_preset() names the known ones when it throws
+  app.add_option("--gpu-mem-gb", flags.gpu_mem_gb)->transform(number_in(0.0, 1e9));
+  app.add_option("--gpu-mem-gib", flags.gpu_mem_gib)->transform(number_in(0.0, 1e9));
+  app.add_option("--context", flags.context)
+      ->transform(integer_in<std::int64_t>(1, std::int64_t{1} << 24));
+  app.add_option("--weights-dtype", flags.weights_dtype)
+      ->check(one_of({"bf16", "fp16", "fp8", "int8", "int4"}));
+  app.add_option("--overhead", flags.overhead)->transform(number_in(0.0, 0.99));
+  app.add_option("--kv-scales", flags.kv_scales)->check(one_of({"none", "token", "block"}));
+  app.add_option("--scale-block", flags.scale_block)->transform(integer_in<std::int32_t>(1, 65536));
+  app.add_flag("--json", flags.json);
+  app.add_flag("--list-models", flags.list_models);
+}
+
+// The checks across flags, and the open end of the memory range, which a range check cannot say.
+void check_flags(const Flags& flags) {
   require(!(flags.gpu_mem_gb && flags.gpu_mem_gib), "give --gpu-mem-gb or --gpu-mem-gib, not both");
   for (const auto& [name, mem] : {std::pair{"--gpu-mem-gb", flags.gpu_mem_gb},
                                   std::pair{"--gpu-mem-gib", flags.gpu_mem_gib}}) {
@@ -107,13 +98,12 @@ Flags parse_flags(int argc, char** argv) {
               std::string(name) + " = " + inferkit::examples::format_g(*mem) + " must be > 0");
     }
   }
-  return flags;
 }
 
 inferkit::KVScaleLayout parse_scales(const std::string& text) {
   if (text == "token") return inferkit::KVScaleLayout::kPerTokenHead;
   if (text == "block") return inferkit::KVScaleLayout::kPerBlockHead;
-  return inferkit::KVScaleLayout::kNone;  // parse_flags admits only none, token, block
+  return inferkit::KVScaleLayout::kNone;  // --kv-scales admits only none, token, block
 }
 
 // The KV dtypes compared. fp8 stands for both e4m3 and e5m2: they take the same bytes.
@@ -167,40 +157,43 @@ std::string format_bytes_per_token(double bytes) {
 }
 
 void print_json(const Flags& flags, const Report& r) {
+  using inferkit::examples::significant;
   const inferkit::MemoryBudget& b = r.rows.front().budget;
-  inferkit::examples::Json j;
-  j.begin()
-      .field("model", r.model.name)
-      .field("estimate", r.model.is_estimate)
-      .field("layers", r.model.num_layers)
-      .field("q_heads", r.model.num_q_heads)
-      .field("kv_heads", r.model.num_kv_heads)
-      .field("head_dim", r.model.head_dim)
-      .field("parameters", inferkit::parameter_count(r.model))
-      .field("gpu", r.memory_source)
-      .field("num_gpus", r.options.num_gpus)
-      .field("gpu_memory_bytes", r.options.gpu_memory_bytes)
-      .field("context_tokens", flags.context)
-      .field("weights_dtype", inferkit::to_string(r.options.weights_dtype))
-      .field("overhead_fraction", r.options.overhead_fraction, "%g")
-      .field("kv_scales", flags.kv_scales)
-      .field("scale_block_tokens", flags.scale_block)
-      .field("total_memory_bytes", b.total_memory_bytes)
-      .field("weights_bytes", b.weights_bytes)
-      .field("overhead_bytes", b.overhead_bytes)
-      .field("kv_pool_bytes", b.kv_pool_bytes);
-  const auto object = [&](const char* name, auto field) {
-    j.begin(name);
-    for (const Row& row : r.rows) field(row);
-    j.end();
-  };
-  object("bytes_per_token",
-         [&](const Row& row) { j.field(row.key, row.budget.kv_bytes_per_token, "%.10g"); });
-  object("max_tokens", [&](const Row& row) { j.field(row.key, row.budget.max_total_tokens); });
-  object("max_users", [&](const Row& row) { j.field(row.key, row.users); });
-  j.field("int4_users_vs_fp16", r.int4_vs_fp16.value_or(std::nan("")), "%.4f");
-  j.field("gqa_ratio", r.gqa_ratio, "%g").end();
-  std::puts(j.str().c_str());
+  nlohmann::ordered_json bytes_per_token;
+  nlohmann::ordered_json max_tokens;
+  nlohmann::ordered_json max_users;
+  for (const Row& row : r.rows) {
+    bytes_per_token[row.key] = significant(row.budget.kv_bytes_per_token, 10);
+    max_tokens[row.key] = row.budget.max_total_tokens;
+    max_users[row.key] = row.users;
+  }
+  inferkit::examples::print_json({
+      {"model", r.model.name},
+      {"estimate", r.model.is_estimate},
+      {"layers", r.model.num_layers},
+      {"q_heads", r.model.num_q_heads},
+      {"kv_heads", r.model.num_kv_heads},
+      {"head_dim", r.model.head_dim},
+      {"parameters", inferkit::parameter_count(r.model)},
+      {"gpu", r.memory_source},
+      {"num_gpus", r.options.num_gpus},
+      {"gpu_memory_bytes", r.options.gpu_memory_bytes},
+      {"context_tokens", flags.context},
+      {"weights_dtype", inferkit::to_string(r.options.weights_dtype)},
+      {"overhead_fraction", significant(r.options.overhead_fraction, 6)},
+      {"kv_scales", flags.kv_scales},
+      {"scale_block_tokens", flags.scale_block},
+      {"total_memory_bytes", b.total_memory_bytes},
+      {"weights_bytes", b.weights_bytes},
+      {"overhead_bytes", b.overhead_bytes},
+      {"kv_pool_bytes", b.kv_pool_bytes},
+      {"bytes_per_token", bytes_per_token},
+      {"max_tokens", max_tokens},
+      {"max_users", max_users},
+      // null when fp16 serves no one
+      {"int4_users_vs_fp16", inferkit::examples::fixed(r.int4_vs_fp16.value_or(std::nan("")), 4)},
+      {"gqa_ratio", significant(r.gqa_ratio, 6)},
+  });
 }
 
 void print_table(const Flags& flags, const Report& r) {
@@ -244,19 +237,18 @@ void print_table(const Flags& flags, const Report& r) {
 }
 
 void list_models(bool json) {
-  inferkit::examples::Json j;
-  j.begin_array();
+  nlohmann::ordered_json models = nlohmann::ordered_json::array();
   for (std::string_view name : inferkit::model_preset_names()) {
     const inferkit::ModelShape shape = inferkit::model_preset(name);
     if (json) {
-      j.begin()
-          .field("name", shape.name)
-          .field("layers", shape.num_layers)
-          .field("q_heads", shape.num_q_heads)
-          .field("kv_heads", shape.num_kv_heads)
-          .field("parameters", inferkit::parameter_count(shape))
-          .field("estimate", shape.is_estimate)
-          .end();
+      models.push_back({
+          {"name", shape.name},
+          {"layers", shape.num_layers},
+          {"q_heads", shape.num_q_heads},
+          {"kv_heads", shape.num_kv_heads},
+          {"parameters", inferkit::parameter_count(shape)},
+          {"estimate", shape.is_estimate},
+      });
     } else {
       std::printf("%-14s %3d layers  %3d/%-3d q/kv heads  %s parameters%s\n", shape.name.c_str(),
                   shape.num_layers, shape.num_q_heads, shape.num_kv_heads,
@@ -264,11 +256,11 @@ void list_models(bool json) {
                   shape.is_estimate ? "  (estimate)" : "");
     }
   }
-  if (json) std::puts(j.end().str().c_str());
+  if (json) inferkit::examples::print_json(models);
 }
 
-int run(int argc, char** argv) {
-  const Flags flags = parse_flags(argc, argv);
+int run(const Flags& flags) {
+  check_flags(flags);
   if (flags.list_models) {
     list_models(flags.json);
     return 0;
@@ -321,5 +313,10 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return inferkit::examples::run_main("kv_capacity", [&] { return run(argc, argv); });
+  return inferkit::examples::run_main("kv_capacity", kUsage, [&](CLI::App& app) {
+    Flags flags;
+    add_flags(app, flags);
+    app.parse(argc, argv);
+    return run(flags);
+  });
 }

@@ -7,6 +7,7 @@
 // never reach the output.
 //
 //   paged_attention [--batch 8] [--context 4096] [--seed 1] [--runs 10] [--json]
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,8 +15,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <examples/support/cli.hpp>
-#include <examples/support/json.hpp>
+#include <examples/support/cli_main.hpp>
+#include <examples/support/json_out.hpp>
 #include <functional>
 #include <inferkit/attention/attention.hpp>
 #include <inferkit/attention/attention_params.hpp>
@@ -32,6 +33,7 @@
 #include <inferkit/kv/paged_kv_view.hpp>
 #include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <utility>
@@ -75,29 +77,20 @@ constexpr const char* kUsage =
     "             (default 10)\n"
     "  --json     print one JSON object with every figure of the text\n";
 
-Flags parse_flags(int argc, char** argv) {
-  Flags f;
-  inferkit::examples::ArgParser args(argc, argv, kUsage);
-  while (args.next()) {
-    const std::string& flag = args.flag();
-    if (flag == "--batch") {
-      f.batch = args.integer<long long>(1, 256);
-    } else if (flag == "--context") {
-      f.context = args.integer<long long>(1, 65536);
-    } else if (flag == "--seed") {
-      f.seed = args.integer<long long>(0, std::numeric_limits<long long>::max());
-    } else if (flag == "--runs") {
-      f.runs = args.integer<long long>(1, 1000);
-    } else if (flag == "--json") {
-      f.json = true;
-    } else {
-      args.unknown_flag();
-    }
-  }
+void add_flags(CLI::App& app, Flags& f) {
+  using inferkit::examples::integer_in;
+  app.add_option("--batch", f.batch)->transform(integer_in(1LL, 256LL));
+  app.add_option("--context", f.context)->transform(integer_in(1LL, 65536LL));
+  app.add_option("--seed", f.seed)
+      ->transform(integer_in(0LL, std::numeric_limits<long long>::max()));
+  app.add_option("--runs", f.runs)->transform(integer_in(1LL, 1000LL));
+  app.add_flag("--json", f.json);
+}
+
+void check_flags(const Flags& f) {
   require(f.batch * f.context <= kMaxTokens,
           "--batch x --context = " + std::to_string(f.batch * f.context) +
               " must be <= 131072 tokens (512 MiB of fp16 K/V)");
-  return f;
 }
 
 std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
@@ -426,8 +419,8 @@ UnwrittenResult poison_unwritten_slots(Batch& b, const std::vector<float>& q) {
   return r;
 }
 
-int run(int argc, char** argv) {
-  const Flags f = parse_flags(argc, argv);
+int run(const Flags& f) {
+  check_flags(f);
   inferkit::Rng rng(static_cast<std::uint64_t>(f.seed));
   const std::unique_ptr<Batch> owned = make_batch(f, rng);
   Batch& b = *owned;
@@ -492,63 +485,69 @@ int run(int argc, char** argv) {
   const bool ok = pass && unwritten.finite;
 
   if (f.json) {
-    inferkit::examples::Json j;
-    j.begin()
-        .field("model", "llama-3-8b layer")
-        .field("q_heads", kQoHeads)
-        .field("kv_heads", kKvHeads)
-        .field("head_dim", kHeadDim)
-        .field("block_size", kBlockSize)
-        .field("batch", f.batch)
-        .field("context", f.context)
-        .field("seed", f.seed)
-        .field("threads", num_threads())
-        .field("pages", total_pages)
-        .field("kv_mib", static_cast<double>(kv_bytes) / (1024.0 * 1024.0), "%.1f")
-        .field("adjacent_page_fraction", adjacent, "%.4f")
-        .begin("correctness")
-        .field("sequences", checked.size())
-        .field("max_abs_err_out", err.out, "%.3e")
-        .field("max_abs_err_lse", err.lse, "%.3e")
-        .field("bound", kTolerance, "%.0e")
-        .field("pass", pass)
-        .end()
-        .begin("gqa")
-        .field("kv_bytes_per_step", kv_bytes)
-        .field("kv_bytes_per_step_without_gqa", kv_bytes_no_gqa)
-        .field("bytes_ratio", kGroup)
-        .field("decode_ms_without_gqa", 1e3 * mha_s.median, "%.3f")
-        .field("speedup", speedup.median, "%.3f")
-        .field("speedup_min", speedup.min, "%.3f")
-        .field("speedup_max", speedup.max, "%.3f")
-        .end()
-        .begin("speed")
-        .field("runs", f.runs)
-        .field("decode_ms", 1e3 * gqa_s.median, "%.3f")
-        .field("decode_gb_per_s", decode_bps / 1e9, "%.2f")
-        .field("stream_gb_per_s", stream_bps / 1e9, "%.2f")
-        .field("ratio", ratio.median, "%.3f")
-        .field("ratio_min", ratio.min, "%.3f")
-        .field("ratio_max", ratio.max, "%.3f")
-        .field("may_be_cached", kv_bytes < (std::int64_t{64} << 20))
-        .end()
-        .begin("merge")
-        .field("pages", split.pages)
-        .field("first_half_pages", split.first_half_pages)
-        .field("split_tokens", inferkit::kDefaultKvSplitTokens)
-        .field("max_abs_diff_out", split.diff.out, "%.3e")
-        .field("max_abs_diff_lse", split.diff.lse, "%.3e")
-        .end()
-        .begin("unwritten")
-        .field("sequence", unwritten.seq)
-        .field("tokens", unwritten.tokens)
-        .field("nan_slots", unwritten.nan_slots)
-        .field("truncated", unwritten.truncated)
-        .field("finite", unwritten.finite)
-        .field("max_abs_err_out", unwritten.err.out, "%.3e")
-        .end()
-        .end();
-    std::puts(j.str().c_str());
+    using inferkit::examples::fixed;
+    using inferkit::examples::significant;
+    // Errors keep the 4 significant digits of the text's "%.3e".
+    inferkit::examples::print_json({
+        {"model", "llama-3-8b layer"},
+        {"q_heads", kQoHeads},
+        {"kv_heads", kKvHeads},
+        {"head_dim", kHeadDim},
+        {"block_size", kBlockSize},
+        {"batch", f.batch},
+        {"context", f.context},
+        {"seed", f.seed},
+        {"threads", num_threads()},
+        {"pages", total_pages},
+        {"kv_mib", fixed(static_cast<double>(kv_bytes) / (1024.0 * 1024.0), 1)},
+        {"adjacent_page_fraction", fixed(adjacent, 4)},
+        {"correctness",
+         {
+             {"sequences", checked.size()},
+             {"max_abs_err_out", significant(err.out, 4)},
+             {"max_abs_err_lse", significant(err.lse, 4)},
+             {"bound", kTolerance},
+             {"pass", pass},
+         }},
+        {"gqa",
+         {
+             {"kv_bytes_per_step", kv_bytes},
+             {"kv_bytes_per_step_without_gqa", kv_bytes_no_gqa},
+             {"bytes_ratio", kGroup},
+             {"decode_ms_without_gqa", fixed(1e3 * mha_s.median, 3)},
+             {"speedup", fixed(speedup.median, 3)},
+             {"speedup_min", fixed(speedup.min, 3)},
+             {"speedup_max", fixed(speedup.max, 3)},
+         }},
+        {"speed",
+         {
+             {"runs", f.runs},
+             {"decode_ms", fixed(1e3 * gqa_s.median, 3)},
+             {"decode_gb_per_s", fixed(decode_bps / 1e9, 2)},
+             {"stream_gb_per_s", fixed(stream_bps / 1e9, 2)},
+             {"ratio", fixed(ratio.median, 3)},
+             {"ratio_min", fixed(ratio.min, 3)},
+             {"ratio_max", fixed(ratio.max, 3)},
+             {"may_be_cached", kv_bytes < (std::int64_t{64} << 20)},
+         }},
+        {"merge",
+         {
+             {"pages", split.pages},
+             {"first_half_pages", split.first_half_pages},
+             {"split_tokens", inferkit::kDefaultKvSplitTokens},
+             {"max_abs_diff_out", significant(split.diff.out, 4)},
+             {"max_abs_diff_lse", significant(split.diff.lse, 4)},
+         }},
+        {"unwritten",
+         {
+             {"sequence", unwritten.seq},
+             {"tokens", unwritten.tokens},
+             {"nan_slots", unwritten.nan_slots},
+             {"truncated", unwritten.truncated},
+             {"finite", unwritten.finite},
+             {"max_abs_err_out", significant(unwritten.err.out, 4)},
+         }},
+    });
     return ok ? 0 : 1;
   }
 
@@ -620,5 +619,10 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return inferkit::examples::run_main("paged_attention", [&] { return run(argc, argv); });
+  return inferkit::examples::run_main("paged_attention", kUsage, [&](CLI::App& app) {
+    Flags f;
+    add_flags(app, f);
+    app.parse(argc, argv);
+    return run(f);
+  });
 }

@@ -7,14 +7,15 @@
 //   paged             BlockAllocator + BlockTable with blocks of 16 tokens (vLLM)
 // For each it prints the share of reserved KV memory that holds real token states, and the peak
 // number of requests resident at once. Teaches: why paging the KV cache lifts batch size.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
-#include <examples/support/cli.hpp>
-#include <examples/support/json.hpp>
+#include <examples/support/cli_main.hpp>
+#include <examples/support/json_out.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
@@ -22,6 +23,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -64,41 +66,28 @@ constexpr const char* kUsage =
     "                 (default 256)\n"
     "  --json         print one JSON object with every figure of the text\n";
 
-Flags parse_flags(int argc, char** argv) {
-  Flags f;
-  inferkit::examples::ArgParser args(argc, argv, kUsage);
-  while (args.next()) {
-    const std::string& flag = args.flag();
-    if (flag == "--requests") {
-      f.requests = args.integer<long long>(1, 1'000'000);
-    } else if (flag == "--seed") {
-      f.seed = args.integer<long long>(0, std::numeric_limits<long long>::max());
-    } else if (flag == "--prompt-mean") {
-      f.prompt_mean = args.number(1.0, 100000.0);
-    } else if (flag == "--output-mean") {
-      f.output_mean = args.number(1.0, 100000.0);
-    } else if (flag == "--sigma") {
-      f.sigma = args.number(0.0, 3.0);
-    } else if (flag == "--max-len") {
-      f.max_len = args.integer<long long>(2, 1'000'000);
-    } else if (flag == "--block-size") {
-      f.block_size = args.integer<long long>(1, 4096);
-    } else if (flag == "--kv-tokens") {
-      f.kv_tokens = args.integer<long long>(1, 1LL << 31);
-    } else if (flag == "--max-tokens") {
-      f.max_tokens = args.choice({"pow2", "exact"});
-    } else if (flag == "--max-num-seqs") {
-      f.max_num_seqs = args.integer<long long>(1, 100'000);
-    } else if (flag == "--json") {
-      f.json = true;
-    } else {
-      args.unknown_flag();
-    }
-  }
+void add_flags(CLI::App& app, Flags& f) {
+  using inferkit::examples::integer_in;
+  using inferkit::examples::number_in;
+  app.add_option("--requests", f.requests)->transform(integer_in(1LL, 1'000'000LL));
+  app.add_option("--seed", f.seed)
+      ->transform(integer_in(0LL, std::numeric_limits<long long>::max()));
+  app.add_option("--prompt-mean", f.prompt_mean)->transform(number_in(1.0, 100000.0));
+  app.add_option("--output-mean", f.output_mean)->transform(number_in(1.0, 100000.0));
+  app.add_option("--sigma", f.sigma)->transform(number_in(0.0, 3.0));
+  app.add_option("--max-len", f.max_len)->transform(integer_in(2LL, 1'000'000LL));
+  app.add_option("--block-size", f.block_size)->transform(integer_in(1LL, 4096LL));
+  app.add_option("--kv-tokens", f.kv_tokens)->transform(integer_in(1LL, 1LL << 31));
+  app.add_option("--max-tokens", f.max_tokens)
+      ->check(inferkit::examples::one_of({"pow2", "exact"}));
+  app.add_option("--max-num-seqs", f.max_num_seqs)->transform(integer_in(1LL, 100'000LL));
+  app.add_flag("--json", f.json);
+}
+
+void check_flags(const Flags& f) {
   require(f.kv_tokens >= f.max_len, "--kv-tokens = " + std::to_string(f.kv_tokens) +
                                         " must be >= --max-len = " + std::to_string(f.max_len) +
                                         " (one request must fit)");
-  return f;
 }
 
 // ---- the trace ----
@@ -299,8 +288,8 @@ Result replay(const std::vector<Request>& trace, KVManager& manager, std::size_t
   return result;
 }
 
-int run(int argc, char** argv) {
-  const Flags f = parse_flags(argc, argv);
+int run(const Flags& f) {
+  check_flags(f);
   const std::vector<Request> trace = make_trace(f);
 
   ContiguousManager max_manager(f.kv_tokens, f.max_len, true);
@@ -325,35 +314,35 @@ int run(int argc, char** argv) {
   const bool inside =
       results[0].used_fraction >= kPaperLow && results[0].used_fraction <= kPaperHigh;
   if (f.json) {
-    inferkit::examples::Json j;
-    j.begin()
-        .field("requests", f.requests)
-        .field("seed", f.seed)
-        .field("prompt_mean", prompt_sum / n, "%.1f")
-        .field("output_mean", output_sum / n, "%.1f")
-        .field("sigma", f.sigma, "%.2f")
-        .field("max_len", f.max_len)
-        .field("kv_tokens", f.kv_tokens)
-        .field("max_num_seqs", f.max_num_seqs)
-        .field("max_tokens", f.max_tokens);
+    using inferkit::examples::fixed;
+    nlohmann::ordered_json j = {
+        {"requests", f.requests},
+        {"seed", f.seed},
+        {"prompt_mean", fixed(prompt_sum / n, 1)},
+        {"output_mean", fixed(output_sum / n, 1)},
+        {"sigma", fixed(f.sigma, 2)},
+        {"max_len", f.max_len},
+        {"kv_tokens", f.kv_tokens},
+        {"max_num_seqs", f.max_num_seqs},
+        {"max_tokens", f.max_tokens},
+    };
     for (int m = 0; m < 3; ++m) {
-      j.begin(keys[m])
-          .field("used_fraction", results[m].used_fraction, "%.4f")
-          .field("peak_requests", results[m].peak_requests)
-          .field("mean_requests", results[m].mean_requests, "%.1f")
-          .field("steps", results[m].steps)
-          .field("preemptions", results[m].preemptions)
-          .end();
+      j[keys[m]] = {
+          {"used_fraction", fixed(results[m].used_fraction, 4)},
+          {"peak_requests", results[m].peak_requests},
+          {"mean_requests", fixed(results[m].mean_requests, 1)},
+          {"steps", results[m].steps},
+          {"preemptions", results[m].preemptions},
+      };
     }
-    j.field("paged_waste", paged_waste, "%.4f")
-        .begin("paper_contiguous_range")
-        .field("low", kPaperLow, "%.3f")
-        .field("high", kPaperHigh, "%.3f")
-        .field("contiguous_max_inside", inside)
-        .end()
-        .field("paper_paged_waste_below", 0.04, "%.2f")
-        .end();
-    std::puts(j.str().c_str());
+    j["paged_waste"] = fixed(paged_waste, 4);
+    j["paper_contiguous_range"] = {
+        {"low", kPaperLow},
+        {"high", kPaperHigh},
+        {"contiguous_max_inside", inside},
+    };
+    j["paper_paged_waste_below"] = 0.04;
+    inferkit::examples::print_json(j);
     return 0;
   }
   std::printf(
@@ -394,5 +383,10 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return inferkit::examples::run_main("paged_memory", [&] { return run(argc, argv); });
+  return inferkit::examples::run_main("paged_memory", kUsage, [&](CLI::App& app) {
+    Flags f;
+    add_flags(app, f);
+    app.parse(argc, argv);
+    return run(f);
+  });
 }

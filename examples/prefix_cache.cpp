@@ -11,13 +11,14 @@
 //
 // Each request is matched first (the hit), then run: it shares the matched blocks, gets fresh
 // blocks for the rest, inserts its whole prompt into the cache and finishes.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <examples/support/cli.hpp>
-#include <examples/support/json.hpp>
+#include <examples/support/cli_main.hpp>
+#include <examples/support/json_out.hpp>
 #include <inferkit/core/error.hpp>
 #include <inferkit/core/model_shape.hpp>
 #include <inferkit/core/rng.hpp>
@@ -27,6 +28,7 @@
 #include <inferkit/perf/roofline.hpp>
 #include <inferkit/prefix/radix_tree.hpp>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -71,48 +73,29 @@ constexpr const char* kUsage =
     "          --sp-requests 1..100000; --hardware a100-80gb, h100-sxm or h200; the model must\n"
     "          fit on --gpus x --hardware (as kv_capacity plans it)\n";
 
-Flags parse_flags(int argc, char** argv) {
-  Flags f;
-  inferkit::examples::ArgParser args(argc, argv, kUsage);
-  constexpr std::int64_t kMax = 1'000'000;
-  while (args.next()) {
-    const std::string& flag = args.flag();
-    if (flag == "--json")
-      f.json = true;
-    else if (flag == "--requests")
-      f.requests = args.integer<std::int64_t>(1, kMax);
-    else if (flag == "--capacity")
-      f.capacity = args.integer<std::int64_t>(0, kMax);
-    else if (flag == "--shared")
-      f.shared = args.number(0.0, 1.0);
-    else if (flag == "--prefixes")
-      f.prefixes = args.integer<std::int64_t>(1, 10000);
-    else if (flag == "--prefix-tokens")
-      f.prefix_tokens = args.integer<std::int64_t>(1, 100000);
-    else if (flag == "--suffix-tokens")  // >= 1: unique tails keep requests distinct
-      f.suffix_tokens = args.integer<std::int64_t>(1, 100000);
-    else if (flag == "--vocab")
-      f.vocab = args.integer<std::int64_t>(2, 2'147'483'647);
-    else if (flag == "--block-size")
-      f.block_size = args.integer<std::int64_t>(1, 1024);
-    else if (flag == "--seed")
-      f.seed = args.integer<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max());
-    else if (flag == "--model")
-      f.model = args.value();
-    else if (flag == "--hardware")
-      f.hardware = args.choice({"a100-80gb", "h100-sxm", "h200"});
-    else if (flag == "--gpus")
-      f.gpus = args.integer<int>(1, 1024);
-    else if (flag == "--system-tokens")
-      f.system_tokens = args.integer<std::int64_t>(1, kMax);
-    else if (flag == "--user-tokens")
-      f.user_tokens = args.integer<std::int64_t>(1, kMax);
-    else if (flag == "--sp-requests")
-      f.sp_requests = args.integer<std::int64_t>(1, 100000);
-    else
-      args.unknown_flag();
-  }
-  return f;
+void add_flags(CLI::App& app, Flags& f) {
+  using Int = std::int64_t;
+  using inferkit::examples::integer_in;
+  constexpr Int kMax = 1'000'000;
+  app.add_option("--requests", f.requests)->transform(integer_in<Int>(1, kMax));
+  app.add_option("--capacity", f.capacity)->transform(integer_in<Int>(0, kMax));
+  app.add_option("--shared", f.shared)->transform(inferkit::examples::number_in(0.0, 1.0));
+  app.add_option("--prefixes", f.prefixes)->transform(integer_in<Int>(1, 10000));
+  app.add_option("--prefix-tokens", f.prefix_tokens)->transform(integer_in<Int>(1, 100000));
+  // >= 1: unique tails keep requests distinct
+  app.add_option("--suffix-tokens", f.suffix_tokens)->transform(integer_in<Int>(1, 100000));
+  app.add_option("--vocab", f.vocab)->transform(integer_in<Int>(2, 2'147'483'647));
+  app.add_option("--block-size", f.block_size)->transform(integer_in<Int>(1, 1024));
+  app.add_option("--seed", f.seed)
+      ->transform(integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max()));
+  app.add_option("--model", f.model);
+  app.add_option("--hardware", f.hardware)
+      ->check(inferkit::examples::one_of({"a100-80gb", "h100-sxm", "h200"}));
+  app.add_option("--gpus", f.gpus)->transform(integer_in(1, 1024));
+  app.add_option("--system-tokens", f.system_tokens)->transform(integer_in<Int>(1, kMax));
+  app.add_option("--user-tokens", f.user_tokens)->transform(integer_in<Int>(1, kMax));
+  app.add_option("--sp-requests", f.sp_requests)->transform(integer_in<Int>(1, 100000));
+  app.add_flag("--json", f.json);
 }
 
 using inferkit::BlockAllocator;
@@ -250,8 +233,7 @@ SystemPromptResult run_system_prompt(const Flags& f, const inferkit::ModelShape&
   return out;
 }
 
-int run(int argc, char** argv) {
-  const Flags f = parse_flags(argc, argv);
+int run(const Flags& f) {
   const inferkit::ModelShape shape = inferkit::model_preset(f.model);  // throws if unknown
   const inferkit::Hardware hw = deployment(f, shape);
   const auto slru = run_exercise(f, f.capacity, inferkit::EvictionPolicy::kSegmentedLru);
@@ -261,47 +243,48 @@ int run(int argc, char** argv) {
   constexpr double kBar = 0.55;
   const bool passes = slru.stats.request_hit_rate() > kBar;
   if (f.json) {
-    inferkit::examples::Json j;
-    j.begin()
-        .begin("workload")
-        .field("requests", f.requests)
-        .field("shared", f.shared, "%g")
-        .field("prefixes", f.prefixes)
-        .field("prefix_tokens", f.prefix_tokens)
-        .field("suffix_tokens", f.suffix_tokens)
-        .field("vocab", f.vocab)
-        .field("block_size", f.block_size)
-        .field("seed", f.seed)
-        .field("capacity_tokens", f.capacity)
-        .end();
-    const auto cache = [&](const char* key, const ExerciseResult& r) {
-      j.begin(key)
-          .field("hit_rate", r.stats.request_hit_rate(), "%.4f")
-          .field("token_hit_rate", r.stats.token_hit_rate(), "%.4f")
-          .field("evicted_blocks", r.stats.evicted_blocks)
-          .end();
+    using inferkit::examples::fixed;
+    const auto cache = [](const ExerciseResult& r) {
+      return nlohmann::ordered_json{
+          {"hit_rate", fixed(r.stats.request_hit_rate(), 4)},
+          {"token_hit_rate", fixed(r.stats.token_hit_rate(), 4)},
+          {"evicted_blocks", r.stats.evicted_blocks},
+      };
     };
-    cache("bounded", slru);
-    cache("bounded_lru", lru);
-    cache("unbounded", unbounded);
-    j.field("hit_rate_bar", kBar, "%.2f")
-        .field("bounded_passes", passes)
-        .begin("system_prompt")
-        .field("requests", f.sp_requests)
-        .field("system_tokens", f.system_tokens)
-        .field("user_tokens", f.user_tokens)
-        .field("model", f.model)
-        .field("hardware", f.hardware)
-        .field("gpus", f.gpus)
-        .field("block_size", 16)
-        .field("tokens_saved", sp.tokens_saved)
-        .field("hits", sp.hits)
-        .field("full_prefill_ms", sp.ms_full_prefill, "%.1f")
-        .field("ms_saved_per_request", sp.ms_saved_per_hit, "%.1f")
-        .field("ms_saved_total", sp.ms_saved_total, "%.1f")
-        .end()
-        .end();
-    std::puts(j.str().c_str());
+    inferkit::examples::print_json({
+        {"workload",
+         {
+             {"requests", f.requests},
+             {"shared", inferkit::examples::significant(f.shared, 6)},
+             {"prefixes", f.prefixes},
+             {"prefix_tokens", f.prefix_tokens},
+             {"suffix_tokens", f.suffix_tokens},
+             {"vocab", f.vocab},
+             {"block_size", f.block_size},
+             {"seed", f.seed},
+             {"capacity_tokens", f.capacity},
+         }},
+        {"bounded", cache(slru)},
+        {"bounded_lru", cache(lru)},
+        {"unbounded", cache(unbounded)},
+        {"hit_rate_bar", kBar},
+        {"bounded_passes", passes},
+        {"system_prompt",
+         {
+             {"requests", f.sp_requests},
+             {"system_tokens", f.system_tokens},
+             {"user_tokens", f.user_tokens},
+             {"model", f.model},
+             {"hardware", f.hardware},
+             {"gpus", f.gpus},
+             {"block_size", 16},
+             {"tokens_saved", sp.tokens_saved},
+             {"hits", sp.hits},
+             {"full_prefill_ms", fixed(sp.ms_full_prefill, 1)},
+             {"ms_saved_per_request", fixed(sp.ms_saved_per_hit, 1)},
+             {"ms_saved_total", fixed(sp.ms_saved_total, 1)},
+         }},
+    });
     return 0;
   }
   std::printf(
@@ -352,5 +335,10 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return inferkit::examples::run_main("prefix_cache", [&] { return run(argc, argv); });
+  return inferkit::examples::run_main("prefix_cache", kUsage, [&](CLI::App& app) {
+    Flags f;
+    add_flags(app, f);
+    app.parse(argc, argv);
+    return run(f);
+  });
 }

@@ -8,12 +8,13 @@
 //
 //   serve_bench [--requests 32] [--rate 4] [--max-tokens 48] [--batch 16] [--seed 1]
 //               [--model FILE.gguf] [--json]
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <examples/support/cli.hpp>
-#include <examples/support/json.hpp>
+#include <examples/support/cli_main.hpp>
+#include <examples/support/json_out.hpp>
 #include <examples/support/model.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/engine/engine.hpp>
@@ -24,6 +25,7 @@
 #include <inferkit/sim/linear_cost_model.hpp>
 #include <inferkit/sim/simulator.hpp>
 #include <inferkit/sim/workload.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,29 +48,15 @@ constexpr const char* kUsage =
     "defaults: --requests 32 --rate 4 (requests/s, Poisson) --max-tokens 48 (every request\n"
     "generates exactly this many) --batch 16 (most sequences per step) --seed 1\n";
 
-Flags parse_flags(int argc, char** argv) {
-  Flags f;
-  inferkit::examples::ArgParser args(argc, argv, kUsage);
-  while (args.next()) {
-    const std::string& flag = args.flag();
-    if (flag == "--json")
-      f.json = true;
-    else if (flag == "--requests")
-      f.requests = args.integer<long long>(1, 4096);
-    else if (flag == "--rate")
-      f.rate = args.number(0.01, 1000.0);
-    else if (flag == "--max-tokens")
-      f.max_tokens = args.integer<long long>(1, 2048);
-    else if (flag == "--batch")
-      f.batch = args.integer<long long>(1, 256);
-    else if (flag == "--seed")
-      f.seed = args.integer<long long>(0, 1LL << 62);
-    else if (flag == "--model")
-      f.model = args.value();
-    else
-      args.unknown_flag();
-  }
-  return f;
+void add_flags(CLI::App& app, Flags& f) {
+  using inferkit::examples::integer_in;
+  app.add_option("--requests", f.requests)->transform(integer_in(1LL, 4096LL));
+  app.add_option("--rate", f.rate)->transform(inferkit::examples::number_in(0.01, 1000.0));
+  app.add_option("--max-tokens", f.max_tokens)->transform(integer_in(1LL, 2048LL));
+  app.add_option("--batch", f.batch)->transform(integer_in(1LL, 256LL));
+  app.add_option("--seed", f.seed)->transform(integer_in(0LL, 1LL << 62));
+  app.add_option("--model", f.model);
+  app.add_flag("--json", f.json);
 }
 
 // A system prompt of a few hundred tokens, as deployed assistants carry: the part of every
@@ -217,8 +205,10 @@ inferkit::ServingSummary predict(const Workload& w, const Config& c, const Flags
 }  // namespace
 
 int main(int argc, char** argv) {
-  return inferkit::examples::run_main("serve_bench", [&] {
-    const Flags f = parse_flags(argc, argv);
+  return inferkit::examples::run_main("serve_bench", kUsage, [&](CLI::App& app) {
+    Flags f;
+    add_flags(app, f);
+    app.parse(argc, argv);
     const inferkit::examples::LoadedModel m(inferkit::examples::model_path(f.model));
     const Workload w = make_workload(f, m.tokenizer);
     const Config configs[] = {{"static", true, false, false},
@@ -234,36 +224,38 @@ int main(int argc, char** argv) {
     std::vector<inferkit::ServingSummary> predicted;
     for (const Config& c : configs) predicted.push_back(predict(w, c, f, cost));
     if (f.json) {
-      inferkit::examples::Json j;
-      j.begin()
-          .field("requests", f.requests)
-          .field("rate", f.rate)
-          .field("max_tokens", f.max_tokens)
-          .begin("cost_model")
-          .field("fixed_s", cost.fixed_s, "%.6g")
-          .field("per_token_s", cost.per_token_s, "%.6g")
-          .field("per_sequence_s", cost.per_sequence_s, "%.6g")
-          .field("per_context_token_s", cost.per_context_token_s, "%.6g")
-          .end()
-          .begin_array("configs");
+      using inferkit::examples::fixed;
+      using inferkit::examples::significant;
+      nlohmann::ordered_json rows = nlohmann::ordered_json::array();
       for (std::size_t i = 0; i < measured.size(); ++i) {
         const auto& s = measured[i].summary;
-        j.begin()
-            .field("name", configs[i].name)
-            .field("throughput", s.output_tokens_per_s, "%.2f")
-            .field("ttft_p50", s.ttft.p50, "%.4f")
-            .field("ttft_p99", s.ttft.p99, "%.4f")
-            .field("itl_p50", s.itl.p50, "%.4f")
-            .field("itl_p99", s.itl.p99, "%.4f")
-            .field("prefix_hit_rate", measured[i].prefix_hit_rate, "%.4f")
-            .field("acceptance", measured[i].acceptance, "%.4f")
-            .field("predicted_throughput", predicted[i].output_tokens_per_s, "%.2f")
-            .field("predicted_ttft_p50", predicted[i].ttft.p50, "%.4f")
-            .field("predicted_itl_p50", predicted[i].itl.p50, "%.4f")
-            .end();
+        rows.push_back({
+            {"name", configs[i].name},
+            {"throughput", fixed(s.output_tokens_per_s, 2)},
+            {"ttft_p50", fixed(s.ttft.p50, 4)},
+            {"ttft_p99", fixed(s.ttft.p99, 4)},
+            {"itl_p50", fixed(s.itl.p50, 4)},
+            {"itl_p99", fixed(s.itl.p99, 4)},
+            {"prefix_hit_rate", fixed(measured[i].prefix_hit_rate, 4)},
+            {"acceptance", fixed(measured[i].acceptance, 4)},  // -1: no speculation
+            {"predicted_throughput", fixed(predicted[i].output_tokens_per_s, 2)},
+            {"predicted_ttft_p50", fixed(predicted[i].ttft.p50, 4)},
+            {"predicted_itl_p50", fixed(predicted[i].itl.p50, 4)},
+        });
       }
-      j.end().end();
-      std::puts(j.str().c_str());
+      inferkit::examples::print_json({
+          {"requests", f.requests},
+          {"rate", significant(f.rate, 6)},
+          {"max_tokens", f.max_tokens},
+          {"cost_model",
+           {
+               {"fixed_s", significant(cost.fixed_s, 6)},
+               {"per_token_s", significant(cost.per_token_s, 6)},
+               {"per_sequence_s", significant(cost.per_sequence_s, 6)},
+               {"per_context_token_s", significant(cost.per_context_token_s, 6)},
+           }},
+          {"configs", rows},
+      });
       return 0;
     }
     std::printf(

@@ -13,13 +13,14 @@
 //
 //   serve_sim [--scenario chat|vllm-paper] [--users N] [--requests-per-user N] [--seed N]
 //             [--timeline FILE.csv] [--json]
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <examples/support/cli.hpp>
-#include <examples/support/json.hpp>
+#include <examples/support/cli_main.hpp>
+#include <examples/support/json_out.hpp>
 #include <inferkit/core/model_shape.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/perf/hardware.hpp>
@@ -30,6 +31,7 @@
 #include <inferkit/sim/cost_model.hpp>
 #include <inferkit/sim/simulator.hpp>
 #include <inferkit/sim/workload.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -50,27 +52,15 @@ constexpr const char* kUsage =
     "defaults: --scenario chat --users 100 --requests-per-user 4 --seed 1\n"
     "--timeline writes inferkit's per-step timeline at --users (chat) to FILE.csv.\n";
 
-Flags parse_flags(int argc, char** argv) {
-  Flags f;
-  inferkit::examples::ArgParser args(argc, argv, kUsage);
-  while (args.next()) {
-    const std::string& flag = args.flag();
-    if (flag == "--json")
-      f.json = true;
-    else if (flag == "--scenario")
-      f.scenario = args.choice({"chat", "vllm-paper"});
-    else if (flag == "--users")
-      f.users = args.integer<long long>(1, 1024);
-    else if (flag == "--requests-per-user")
-      f.requests_per_user = args.integer<long long>(1, 100);
-    else if (flag == "--seed")
-      f.seed = args.integer<long long>(0, 1LL << 62);
-    else if (flag == "--timeline")
-      f.timeline = args.value();
-    else
-      args.unknown_flag();
-  }
-  return f;
+void add_flags(CLI::App& app, Flags& f) {
+  using inferkit::examples::integer_in;
+  app.add_option("--scenario", f.scenario)
+      ->check(inferkit::examples::one_of({"chat", "vllm-paper"}));
+  app.add_option("--users", f.users)->transform(integer_in(1LL, 1024LL));
+  app.add_option("--requests-per-user", f.requests_per_user)->transform(integer_in(1LL, 100LL));
+  app.add_option("--seed", f.seed)->transform(integer_in(0LL, 1LL << 62));
+  app.add_option("--timeline", f.timeline);
+  app.add_flag("--json", f.json);
 }
 
 constexpr std::int32_t kBlockSize = 16;
@@ -190,27 +180,33 @@ int chat(const Flags& f) {
   const UserFigures naive_n = run_chat(s, true, f.users, f.requests_per_user, f.seed, "");
   const UserFigures ours_n = run_chat(s, false, f.users, f.requests_per_user, f.seed, f.timeline);
   if (f.json) {
-    inferkit::examples::Json j;
-    const std::string at_n = "_at_" + std::to_string(f.users);
-    const auto system = [&](const char* name, const UserFigures& a, const UserFigures& b) {
-      j.begin(name)
-          .field("tps_per_user_at_1", a.tps_per_user, "%.3f")
-          .field("tps_per_user" + at_n, b.tps_per_user, "%.3f")
-          .field("decode_tps_at_1", a.decode_tps, "%.3f")
-          .field("decode_tps" + at_n, b.decode_tps, "%.3f")
-          .field("ttft_p50" + at_n, b.ttft_p50, "%.4f")
-          .field("ttft_p99" + at_n, b.ttft_p99, "%.4f")
-          .field("throughput" + at_n, b.throughput, "%.1f")
-          .field("mean_batch" + at_n, b.mean_batch, "%.2f")
-          .field("preemptions" + at_n, b.preemptions)
-          .field("prefix_hit_rate" + at_n, b.prefix_hit_rate, "%.4f")
-          .end();
+    using inferkit::examples::fixed;
+    // "<figure>_at_<users>": the key says which user count a figure belongs to.
+    const auto at_n = [&](const char* figure) {
+      std::string key = figure;
+      key += "_at_";
+      key += std::to_string(f.users);
+      return key;
     };
-    j.begin().field("users", f.users);
-    system("naive", naive1, naive_n);
-    system("inferkit", ours1, ours_n);
-    j.end();
-    std::puts(j.str().c_str());
+    const auto system = [&](const UserFigures& a, const UserFigures& b) {
+      return nlohmann::ordered_json{
+          {"tps_per_user_at_1", fixed(a.tps_per_user, 3)},
+          {at_n("tps_per_user"), fixed(b.tps_per_user, 3)},
+          {"decode_tps_at_1", fixed(a.decode_tps, 3)},
+          {at_n("decode_tps"), fixed(b.decode_tps, 3)},
+          {at_n("ttft_p50"), fixed(b.ttft_p50, 4)},
+          {at_n("ttft_p99"), fixed(b.ttft_p99, 4)},
+          {at_n("throughput"), fixed(b.throughput, 1)},
+          {at_n("mean_batch"), fixed(b.mean_batch, 2)},
+          {at_n("preemptions"), b.preemptions},
+          {at_n("prefix_hit_rate"), fixed(b.prefix_hit_rate, 4)},
+      };
+    };
+    inferkit::examples::print_json({
+        {"users", f.users},
+        {"naive", system(naive1, naive_n)},
+        {"inferkit", system(ours1, ours_n)},
+    });
     return 0;
   }
   const std::int32_t blocks = kv_blocks(s.model, s.hw, s.gpus);
@@ -317,17 +313,16 @@ int vllm_paper(const Flags& f) {
   // What a request sees on an idle server: the threshold is a multiple of this floor.
   const double floor = normalized_latency(inferkit::KvReservation::kOnDemand, 0.05, f.seed);
   if (f.json) {
-    inferkit::examples::Json j;
-    j.begin()
-        .field("threshold_s_per_token", kThreshold, "%.3f")
-        .field("low_load_s_per_token", floor, "%.4f")
-        .begin("systems");
-    for (int i = 0; i < 4; ++i) j.begin(systems[i].name).field("max_rate", rates[i], "%.4f").end();
-    j.end()
-        .field("paged_vs_oracle", rates[3] / rates[2], "%.3f")
-        .field("paged_vs_max", rates[3] / rates[0], "%.3f")
-        .end();
-    std::puts(j.str().c_str());
+    using inferkit::examples::fixed;
+    nlohmann::ordered_json max_rates;
+    for (int i = 0; i < 4; ++i) max_rates[systems[i].name] = {{"max_rate", fixed(rates[i], 4)}};
+    inferkit::examples::print_json({
+        {"threshold_s_per_token", kThreshold},
+        {"low_load_s_per_token", fixed(floor, 4)},
+        {"systems", max_rates},
+        {"paged_vs_oracle", fixed(rates[3] / rates[2], 3)},
+        {"paged_vs_max", fixed(rates[3] / rates[0], 3)},
+    });
     return 0;
   }
   const inferkit::ModelShape model = inferkit::model_preset("opt-13b");
@@ -360,8 +355,10 @@ int vllm_paper(const Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return inferkit::examples::run_main("serve_sim", [&] {
-    const Flags f = parse_flags(argc, argv);
+  return inferkit::examples::run_main("serve_sim", kUsage, [&](CLI::App& app) {
+    Flags f;
+    add_flags(app, f);
+    app.parse(argc, argv);
     return f.scenario == "chat" ? chat(f) : vllm_paper(f);
   });
 }

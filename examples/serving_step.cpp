@@ -9,11 +9,12 @@
 // functions of the tokens, so the program shows the plumbing, not a language model.
 //
 //   serving_step [--seed S] [--json]
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <examples/support/cli.hpp>
-#include <examples/support/json.hpp>
+#include <examples/support/cli_main.hpp>
+#include <examples/support/json_out.hpp>
 #include <inferkit/attention/attention.hpp>
 #include <inferkit/core/float16.hpp>
 #include <inferkit/core/rng.hpp>
@@ -26,6 +27,7 @@
 #include <inferkit/spec/ngram_drafter.hpp>
 #include <inferkit/spec/sampling.hpp>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
@@ -270,42 +272,26 @@ std::string join(const std::vector<TokenId>& tokens) {
   return text;
 }
 
-int run(int argc, char** argv) {
-  std::uint64_t seed = 1;
-  bool json = false;
-  inferkit::examples::ArgParser args(argc, argv, kUsage);
-  while (args.next()) {
-    if (args.flag() == "--seed") {
-      seed = args.integer<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max());
-    } else if (args.flag() == "--json") {
-      json = true;
-    } else {
-      args.unknown_flag();
-    }
-  }
+int run(std::uint64_t seed, bool json) {
   const Report r = serve(seed);
   if (json) {
-    inferkit::examples::Json j;
-    j.begin()
-        .field("seed", seed)
-        .field("prompt_tokens", r.prompt_tokens)
-        .field("first_hit_tokens", r.first_hit_tokens)
-        .field("prefill_tokens", r.prefill_tokens)
-        .field("blocks_after_prefill", r.blocks_after_prefill)
-        .field("drafts", r.drafts)
-        .field("accepted", r.accepted)
-        .begin_array("emitted");
-    for (TokenId t : r.emitted) j.field("", t);
-    j.end()
-        .field("tokens_after_commit", r.tokens_after_commit)
-        .field("inserted_tokens", r.inserted_tokens)
-        .field("second_hit_tokens", r.second_hit_tokens)
-        .field("second_prefill_tokens", r.second_prefill_tokens)
-        .field("shared_blocks", r.shared_blocks)
-        .field("free_blocks_at_end", r.free_blocks_at_end)
-        .field("evictable_blocks_at_end", r.evictable_blocks_at_end)
-        .end();
-    std::puts(j.str().c_str());
+    inferkit::examples::print_json({
+        {"seed", seed},
+        {"prompt_tokens", r.prompt_tokens},
+        {"first_hit_tokens", r.first_hit_tokens},
+        {"prefill_tokens", r.prefill_tokens},
+        {"blocks_after_prefill", r.blocks_after_prefill},
+        {"drafts", r.drafts},
+        {"accepted", r.accepted},
+        {"emitted", r.emitted},
+        {"tokens_after_commit", r.tokens_after_commit},
+        {"inserted_tokens", r.inserted_tokens},
+        {"second_hit_tokens", r.second_hit_tokens},
+        {"second_prefill_tokens", r.second_prefill_tokens},
+        {"shared_blocks", r.shared_blocks},
+        {"free_blocks_at_end", r.free_blocks_at_end},
+        {"evictable_blocks_at_end", r.evictable_blocks_at_end},
+    });
     return 0;
   }
   std::printf("serving_step: one step of one request through inferkit (seed %llu)\n",
@@ -331,5 +317,14 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return inferkit::examples::run_main("serving_step", [&] { return run(argc, argv); });
+  return inferkit::examples::run_main("serving_step", kUsage, [&](CLI::App& app) {
+    std::uint64_t seed = 1;
+    bool json = false;
+    app.add_option("--seed", seed)
+        ->transform(inferkit::examples::integer_in<std::uint64_t>(
+            0, std::numeric_limits<std::uint64_t>::max()));
+    app.add_flag("--json", json);
+    app.parse(argc, argv);
+    return run(seed, json);
+  });
 }

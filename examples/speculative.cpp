@@ -10,11 +10,12 @@
 //
 //   speculative [--vocab N] [--alpha A] [--k K] [--rounds R] [--seed S] [--budget B]
 //               [--draft-cost C] [--verify-cost C] [--target-cost C] [--json]
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <examples/support/cli.hpp>
-#include <examples/support/json.hpp>
+#include <examples/support/cli_main.hpp>
+#include <examples/support/json_out.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/spec/acceptance_stats.hpp>
 #include <inferkit/spec/chain_verifier.hpp>
@@ -23,6 +24,7 @@
 #include <inferkit/spec/token_tree.hpp>
 #include <inferkit/spec/tree_verifier.hpp>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -59,36 +61,21 @@ constexpr const char* kUsage =
     "  --target-cost  one plain decoding step, [0.001, 100] (default 1)\n"
     "  --json         print one JSON object with every figure of the table\n";
 
-Options parse(int argc, char** argv) {
-  Options o;
-  inferkit::examples::ArgParser args(argc, argv, kUsage);
-  while (args.next()) {
-    const std::string& flag = args.flag();
-    if (flag == "--json") {
-      o.json = true;
-    } else if (flag == "--vocab") {
-      o.vocab = args.integer<std::size_t>(8, 4096);
-    } else if (flag == "--alpha") {
-      o.alpha = args.number(0.01, 0.99);
-    } else if (flag == "--k") {
-      o.k = args.integer<std::size_t>(1, 16);
-    } else if (flag == "--rounds") {
-      o.rounds = args.integer<std::size_t>(1, 10'000'000);
-    } else if (flag == "--seed") {
-      o.seed = args.integer<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max());
-    } else if (flag == "--budget") {
-      o.budget = args.integer<std::size_t>(1, 256);
-    } else if (flag == "--draft-cost") {
-      o.draft_cost = args.number(0, 100);
-    } else if (flag == "--verify-cost") {
-      o.verify_cost = args.number(0.001, 100);
-    } else if (flag == "--target-cost") {
-      o.target_cost = args.number(0.001, 100);
-    } else {
-      args.unknown_flag();
-    }
-  }
-  return o;
+void add_options(CLI::App& app, Options& o) {
+  using Size = std::size_t;
+  using inferkit::examples::integer_in;
+  using inferkit::examples::number_in;
+  app.add_option("--vocab", o.vocab)->transform(integer_in<Size>(8, 4096));
+  app.add_option("--alpha", o.alpha)->transform(number_in(0.01, 0.99));
+  app.add_option("--k", o.k)->transform(integer_in<Size>(1, 16));
+  app.add_option("--rounds", o.rounds)->transform(integer_in<Size>(1, 10'000'000));
+  app.add_option("--seed", o.seed)
+      ->transform(integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max()));
+  app.add_option("--budget", o.budget)->transform(integer_in<Size>(1, 256));
+  app.add_option("--draft-cost", o.draft_cost)->transform(number_in(0, 100));
+  app.add_option("--verify-cost", o.verify_cost)->transform(number_in(0.001, 100));
+  app.add_option("--target-cost", o.target_cost)->transform(number_in(0.001, 100));
+  app.add_flag("--json", o.json);
 }
 
 // The simulated models: row t of each table is the next-token distribution after token t.
@@ -247,8 +234,7 @@ constexpr const char* kSources[][2] = {
      "(LLMA). arXiv:2304.04487: over 2x where the output copies spans of the context."},
 };
 
-int run(int argc, char** argv) {
-  const Options o = parse(argc, argv);
+int run(const Options& o) {
   const std::vector<float> p = make_target(o.vocab, o.seed);
   // The assumed acceptances: a separate small draft model, a head trained on the target's own
   // features (higher), and prompt lookup (n-gram copies, lower). They are this study's inputs;
@@ -262,45 +248,50 @@ int run(int argc, char** argv) {
   for (const Row& row : rows) studies.push_back(run_study(p, o, row.alpha));
 
   if (o.json) {
-    inferkit::examples::Json j;
-    j.begin()
-        .field("vocab", o.vocab)
-        .field("rounds", o.rounds)
-        .field("seed", o.seed)
-        .field("k", o.k)
-        .field("static_tree", "2x2x2")
-        .field("budget", o.budget)
-        .begin("cost")
-        .field("draft", o.draft_cost, "%.3f")
-        .field("verify", o.verify_cost, "%.3f")
-        .field("target", o.target_cost, "%.3f")
-        .end()
-        .begin_array("rows");
+    using inferkit::examples::fixed;
+    nlohmann::ordered_json json_rows = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Study& s = studies[i];
-      j.begin()
-          .field("method", rows[i].method)
-          .field("alpha_target", rows[i].alpha, "%.3f")
-          .field("acceptance", s.linear.acceptance, "%.4f")
-          .begin("tokens_per_round")
-          .field("linear", s.linear.tokens_per_round, "%.4f")
-          .field("linear_theory", inferkit::expected_tokens_per_round(s.linear.acceptance, o.k),
-                 "%.4f")
-          .field("tree", s.tree.tokens_per_round, "%.4f")
-          .field("dynamic_tree", s.dynamic.tokens_per_round, "%.4f")
-          .end()
-          .begin("speedup")
-          .field("linear", s.linear.speedup, "%.4f")
-          .field("tree", s.tree.speedup, "%.4f")
-          .field("dynamic_tree", s.dynamic.speedup, "%.4f")
-          .end()
-          .field("published_speedup", rows[i].published)
-          .field("source", rows[i].source)
-          .end();
+      const double theory = inferkit::expected_tokens_per_round(s.linear.acceptance, o.k);
+      json_rows.push_back({
+          {"method", rows[i].method},
+          {"alpha_target", fixed(rows[i].alpha, 3)},
+          {"acceptance", fixed(s.linear.acceptance, 4)},
+          {"tokens_per_round",
+           {
+               {"linear", fixed(s.linear.tokens_per_round, 4)},
+               {"linear_theory", fixed(theory, 4)},
+               {"tree", fixed(s.tree.tokens_per_round, 4)},
+               {"dynamic_tree", fixed(s.dynamic.tokens_per_round, 4)},
+           }},
+          {"speedup",
+           {
+               {"linear", fixed(s.linear.speedup, 4)},
+               {"tree", fixed(s.tree.speedup, 4)},
+               {"dynamic_tree", fixed(s.dynamic.speedup, 4)},
+           }},
+          {"published_speedup", rows[i].published},
+          {"source", rows[i].source},
+      });
     }
-    j.end().begin("sources");
-    for (const auto& source : kSources) j.field(source[0], source[1]);
-    std::puts(j.end().end().str().c_str());
+    nlohmann::ordered_json sources;
+    for (const auto& source : kSources) sources[source[0]] = source[1];
+    inferkit::examples::print_json({
+        {"vocab", o.vocab},
+        {"rounds", o.rounds},
+        {"seed", o.seed},
+        {"k", o.k},
+        {"static_tree", "2x2x2"},
+        {"budget", o.budget},
+        {"cost",
+         {
+             {"draft", fixed(o.draft_cost, 3)},
+             {"verify", fixed(o.verify_cost, 3)},
+             {"target", fixed(o.target_cost, 3)},
+         }},
+        {"rows", json_rows},
+        {"sources", sources},
+    });
     return 0;
   }
   std::printf("Speculative decoding study (exact verification): vocab %zu, %zu rounds, seed %llu\n",
@@ -343,5 +334,10 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return inferkit::examples::run_main("speculative", [&] { return run(argc, argv); });
+  return inferkit::examples::run_main("speculative", kUsage, [&](CLI::App& app) {
+    Options o;
+    add_options(app, o);
+    app.parse(argc, argv);
+    return run(o);
+  });
 }

@@ -3,8 +3,9 @@
 # locate nvcc. Sourced, not run.
 
 inferkit_install_missing() {
+  # The examples' command lines, JSON and HTTP come from these three; the library needs none.
   local packages=(cmake ninja-build g++ catch2 libeigen3-dev libbenchmark-dev clang-format clang-tidy
-    pkg-config doxygen "$@")
+    pkg-config doxygen libcli11-dev nlohmann-json3-dev libcpp-httplib-dev "$@")
   local missing=()
   for pkg in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||

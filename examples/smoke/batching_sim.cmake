@@ -8,7 +8,7 @@ inferkit_example_smoke(batching_sim.json batching_sim
   REGEX "^\\{\"static\":\\{\"utilization\":0\\.[0-5][0-9]*,.*\"continuous\":\\{\"utilization\":(0\\.[89][0-9]*|1\\.0+),.*\"throughput_ratio\":[0-9.]+"
   ARGS --json)
 inferkit_example_smoke(batching_sim.bad_batch batching_sim
-  REGEX "error: --batch = '0' must be an integer in \\[1, 4096\\]"
+  REGEX "error: --batch: '0' must be an integer in \\[1, 4096\\]"
   EXIT_CODE 2
   ARGS --batch 0)
 inferkit_example_cli_smoke(batching_sim INTEGER --requests RANGE 1 100000)

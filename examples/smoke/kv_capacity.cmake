@@ -9,7 +9,7 @@ inferkit_example_smoke(kv_capacity.decimal_gb kv_capacity
   REGEX "4 x 80 GB: 4 x 80\\.0 GB = 320\\.0 GB.*fp16 +327680 +447998 +109.*int4 +81920 +1791992 +437"
   ARGS --model llama-3-70b --gpus 4 --gpu-mem-gb 80 --context 4096)
 inferkit_example_smoke(kv_capacity.json kv_capacity
-  REGEX "^\\{\"model\":\"llama-3-70b\",\"estimate\":false,\"layers\":80,\"q_heads\":64,\"kv_heads\":8,\"head_dim\":128,\"parameters\":70600000000,\"gpu\":\"a100-80gb\",\"num_gpus\":4,\"gpu_memory_bytes\":85899345920,.*\"kv_pool_bytes\":168037645312,\"bytes_per_token\":\\{\"fp32\":655360,\"fp16\":327680,.*\"max_users\":\\{\"fp32\":62,\"fp16\":125,\"bf16\":125,\"fp8\":250,\"int8\":250,\"int4\":500\\},\"int4_users_vs_fp16\":4\\.0000,\"gqa_ratio\":8\\}"
+  REGEX "^\\{\"model\":\"llama-3-70b\",\"estimate\":false,\"layers\":80,\"q_heads\":64,\"kv_heads\":8,\"head_dim\":128,\"parameters\":70600000000,\"gpu\":\"a100-80gb\",\"num_gpus\":4,\"gpu_memory_bytes\":85899345920,.*\"kv_pool_bytes\":168037645312,\"bytes_per_token\":\\{\"fp32\":655360,\"fp16\":327680,.*\"max_users\":\\{\"fp32\":62,\"fp16\":125,\"bf16\":125,\"fp8\":250,\"int8\":250,\"int4\":500\\},\"int4_users_vs_fp16\":4\\.0,\"gqa_ratio\":8\\}"
   ARGS --model llama-3-70b --gpus 4 --context 4096 --json)
 inferkit_example_smoke(kv_capacity.list_models kv_capacity
   REGEX "gpt-4-est.*estimate"
@@ -26,15 +26,15 @@ inferkit_example_smoke(kv_capacity.unknown_gpu kv_capacity
   EXIT_CODE 2
   ARGS --gpu b200)
 inferkit_example_smoke(kv_capacity.zero_gpus kv_capacity
-  REGEX "error: --gpus = '0' must be an integer in \\[1, 1000000\\]"
+  REGEX "error: --gpus: '0' must be an integer in \\[1, 1000000\\]"
   EXIT_CODE 2
   ARGS --gpus 0)
 inferkit_example_smoke(kv_capacity.huge_context kv_capacity
-  REGEX "error: --context = '99999999999' must be an integer in \\[1, 16777216\\]"
+  REGEX "error: --context: '99999999999' must be an integer in \\[1, 16777216\\]"
   EXIT_CODE 2
   ARGS --context 99999999999)
 inferkit_example_smoke(kv_capacity.negative_memory kv_capacity
-  REGEX "error: --gpu-mem-gb = '-80' must be a number in \\[0, 1e\\+09\\]"
+  REGEX "error: --gpu-mem-gb: '-80' must be a number in \\[0, 1e\\+09\\]"
   EXIT_CODE 2
   ARGS --gpu-mem-gb -80)
 inferkit_example_smoke(kv_capacity.zero_memory kv_capacity
@@ -42,7 +42,7 @@ inferkit_example_smoke(kv_capacity.zero_memory kv_capacity
   EXIT_CODE 2
   ARGS --gpu-mem-gb 0)
 inferkit_example_smoke(kv_capacity.bad_dtype kv_capacity
-  REGEX "error: --weights-dtype = 'fp64' must be one of bf16, fp16, fp8, int8, int4"
+  REGEX "error: --weights-dtype: 'fp64' must be one of bf16, fp16, fp8, int8, int4"
   EXIT_CODE 2
   ARGS --weights-dtype fp64)
 inferkit_example_smoke(kv_capacity.does_not_fit kv_capacity

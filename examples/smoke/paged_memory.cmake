@@ -13,7 +13,7 @@ inferkit_example_smoke(paged_memory.budget_too_small paged_memory
   EXIT_CODE 2
   ARGS --kv-tokens 100)
 inferkit_example_smoke(paged_memory.bad_policy paged_memory
-  REGEX "error: --max-tokens = 'often' must be one of pow2, exact"
+  REGEX "error: --max-tokens: 'often' must be one of pow2, exact"
   EXIT_CODE 2
   ARGS --max-tokens often)
 inferkit_example_cli_smoke(paged_memory INTEGER --requests RANGE 1 1000000)

@@ -16,7 +16,7 @@ inferkit_example_smoke(prefix_cache.does_not_fit prefix_cache
   EXIT_CODE 2
   ARGS --gpus 1)
 inferkit_example_smoke(prefix_cache.bad_shared prefix_cache
-  REGEX "error: --shared = '1\\.5' must be a number in \\[0, 1\\]"
+  REGEX "error: --shared: '1\\.5' must be a number in \\[0, 1\\]"
   EXIT_CODE 2
   ARGS --shared 1.5)
 inferkit_example_smoke(prefix_cache.unknown_model prefix_cache

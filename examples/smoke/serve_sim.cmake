@@ -11,7 +11,7 @@ inferkit_example_smoke(serve_sim.vllm_paper serve_sim
   REGEX "^\\{\"threshold_s_per_token\":[0-9.]+,\"low_load_s_per_token\":[0-9.]+,\"systems\":\\{\"orca_max\":\\{\"max_rate\":[0-9.]+\\},\"orca_pow2\":\\{\"max_rate\":[0-9.]+\\},\"orca_oracle\":\\{\"max_rate\":[0-9.]+\\},\"paged\":\\{\"max_rate\":[0-9.]+\\}\\}"
   ARGS --scenario vllm-paper --json)
 inferkit_example_smoke(serve_sim.bad_scenario serve_sim
-  REGEX "error: --scenario = 'mystery' must be one of chat, vllm-paper"
+  REGEX "error: --scenario: 'mystery' must be one of chat, vllm-paper"
   EXIT_CODE 2
   ARGS --scenario mystery)
 inferkit_example_cli_smoke(serve_sim INTEGER --users RANGE 1 1024)

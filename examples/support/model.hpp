@@ -6,7 +6,7 @@
 #pragma once
 
 #include <cstdlib>
-#include <examples/support/cli.hpp>
+#include <examples/support/cli_main.hpp>
 #include <filesystem>
 #include <inferkit/core/token_id.hpp>
 #include <inferkit/model/bpe_tokenizer.hpp>
