@@ -5,10 +5,12 @@
 // Text streams as it is produced; the run ends with prefill and decode tokens per second.
 //
 //   generate --prompt "..." [--max-tokens 128] [--temperature 0] [--top-p 1] [--seed 0]
-//            [--spec ngram] [--chat] [--model FILE.gguf] [--json]
+//            [--spec ngram] [--chat | --special] [--model FILE.gguf] [--json]
 //
 // --temperature 0 is greedy. --chat wraps the prompt in the model's ChatML template (a user
-// turn, then the assistant's). --json prints one object instead of streaming.
+// turn, then the assistant's; special-token text in the prompt stays text). --special reads
+// special-token text in the prompt (<|im_start|>) as the token, as llama.cpp and vLLM read a
+// completion prompt (and as `serve` does). --json prints one object instead of streaming.
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
@@ -31,17 +33,19 @@ struct Flags {
   long long seed = 0;
   std::string spec;  // "ngram", or empty: no speculation
   bool chat = false;
+  bool special = false;
   std::string model;
   bool json = false;
 };
 
 constexpr const char* kUsage =
     "usage: generate [--prompt TEXT] [--max-tokens N] [--temperature T] [--top-p P] [--seed N]\n"
-    "                [--spec ngram] [--chat] [--model FILE.gguf] [--json]\n"
+    "                [--spec ngram] [--chat | --special] [--model FILE.gguf] [--json]\n"
     "defaults: --max-tokens 128 --temperature 0 (greedy) --top-p 1 --seed 0; the model is\n"
     "$INFERKIT_MODEL or the SmolLM2-135M-Instruct that scripts/fetch-model.sh downloads.\n"
     "--spec ngram drafts from the prompt and output (prompt lookup) and verifies with the chain\n"
-    "verifier; --chat applies the model's chat template to the prompt.\n";
+    "verifier; --chat applies the model's chat template to the prompt; --special reads\n"
+    "special-token text in the prompt (<|im_start|>) as the token instead of as text.\n";
 
 void add_flags(CLI::App& app, Flags& f) {
   using inferkit::examples::integer_in;
@@ -53,6 +57,7 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--seed", f.seed)->transform(integer_in(0LL, 1LL << 62));
   app.add_option("--spec", f.spec)->check(inferkit::examples::one_of({"ngram"}));
   app.add_flag("--chat", f.chat);
+  app.add_flag("--special", f.special);
   app.add_option("--model", f.model);
   app.add_flag("--json", f.json);
 }
@@ -64,13 +69,17 @@ int main(int argc, char** argv) {
     Flags f;
     add_flags(app, f);
     app.parse(argc, argv);
+    inferkit::examples::require(!(f.chat && f.special),
+                                "--chat and --special exclude each other (a chat's markers are "
+                                "the template's; its text is never special)");
     const inferkit::examples::LoadedModel m(inferkit::examples::model_path(f.model));
     std::vector<inferkit::TokenId> prompt;
     if (f.chat) {
       const std::vector<inferkit::ChatMessage> messages = {{"user", f.prompt}};
-      prompt = m.tokenizer.encode(m.tokenizer.chat_prompt(messages, true), /*parse_special=*/true);
+      // Only the template's markers are special: text in the message never forges a turn.
+      prompt = m.tokenizer.encode_chat(messages, /*add_generation_prompt=*/true);
     } else {
-      prompt = m.tokenizer.encode(f.prompt, /*parse_special=*/false);
+      prompt = m.tokenizer.encode(f.prompt, /*parse_special=*/f.special);
     }
     if (prompt.empty()) throw inferkit::examples::UsageError{"--prompt is empty"};
     inferkit::EngineOptions options;

@@ -3,9 +3,10 @@
 # locate nvcc. Sourced, not run.
 
 inferkit_install_missing() {
-  # The examples' command lines, JSON and HTTP come from these three; the library needs none.
+  # The examples' command lines, JSON, HTTP and metrics come from the last four; the library
+  # needs none of them.
   local packages=(cmake ninja-build g++ catch2 libeigen3-dev libbenchmark-dev clang-format clang-tidy
-    pkg-config doxygen libcli11-dev nlohmann-json3-dev libcpp-httplib-dev "$@")
+    pkg-config doxygen libcli11-dev nlohmann-json3-dev libcpp-httplib-dev prometheus-cpp-dev "$@")
   local missing=()
   for pkg in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||

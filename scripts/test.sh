@@ -4,6 +4,8 @@
 # 1. checks formatting (clang-format), 2. builds the API reference with Doxygen, every warning an
 # error (scripts/docs.sh: an undocumented public name fails), 3. builds the dev preset (-Werror,
 # header self-containment check) and runs every test, including the package consumers,
+# then runs the server's pytest suite against build/dev/examples/serve, and the engine's tests
+# (the thread-safe serving front) under ThreadSanitizer,
 # 4. builds and runs the tests again under AddressSanitizer + UBSan, 5. runs clang-tidy on a
 # chosen set of units, 6. fuzzes the parsers of untrusted input (scripts/fuzz.sh: libFuzzer with
 # ASan + UBSan, a short run each), 7. on x86-64, cross-builds a subset of the attention and KV
@@ -73,6 +75,29 @@ phase "dev preset: build (warnings are errors) and test"
 cmake --preset dev >/dev/null
 cmake --build --preset dev
 run_ctest dev
+
+phase "serve: the OpenAI-compatible server over real sockets (pytest + the openai client)"
+# The official client and pytest from PyPI, in a venv of the build tree (created once).
+venv=build/serve-venv
+if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c "import openai" 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q pytest openai
+fi
+serve_log=$(mktemp)
+serve_rc=0
+SERVE_BIN=build/dev/examples/serve GENERATE_BIN=build/dev/examples/generate \
+  "$venv/bin/pytest" -q -p no:cacheprovider tests/serve 2>&1 | tee "$serve_log" || serve_rc=$?
+serve_passed=$(sed -n 's/.* \([0-9]*\) passed.*/\1/p; s/^\([0-9]*\) passed.*/\1/p' "$serve_log" | tail -1)
+serve_failed=$(sed -n 's/.* \([0-9]*\) failed.*/\1/p; s/^\([0-9]*\) failed.*/\1/p' "$serve_log" | tail -1)
+rm -f "$serve_log"
+passed=$((passed + ${serve_passed:-0}))
+failed=$((failed + ${serve_failed:-0}))
+if [ "$serve_rc" -ne 0 ] || [ "${serve_passed:-0}" -eq 0 ]; then fail "pytest tests/serve"; fi
+
+phase "tsan preset: the engine's tests (the serving front) under ThreadSanitizer"
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan
+run_ctest tsan
 
 phase "asan preset: build and test under AddressSanitizer + UBSan"
 cmake --preset asan >/dev/null
