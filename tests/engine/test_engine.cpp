@@ -13,6 +13,7 @@
 #include <inferkit/model/llama_model.hpp>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tests/support/error_code.hpp>
 #include <tests/support/json_lines.hpp>
@@ -261,4 +262,106 @@ TEST_CASE("Engine: bad input is an Error and changes nothing", "[engine][engine]
   CHECK(test::code_of([&] { (void)engine.submit({1, 2}, bad); }) == ErrorCode::kInvalidArgument);
   CHECK_FALSE(engine.has_unfinished());
   CHECK(engine.submit({1, 2, 3}) == 0);  // the failed submissions took no id
+}
+
+TEST_CASE(
+    "Engine: submit_n members each output what their seed outputs alone, from one prefill of the "
+    "prompt",
+    "[engine][engine]") {
+  INFERKIT_NEED_MODEL(m);
+  // Prompts ending exactly at a page boundary (32 tokens, pages of 16) and mid-page (37): the
+  // members share every prompt page, and copy the partial one when they first write to it.
+  std::vector<TokenId> text;
+  for (const auto& p : prompts_of(m->tokenizer, 8)) text.insert(text.end(), p.begin(), p.end());
+  REQUIRE(text.size() >= 37);
+  const std::vector<std::uint64_t> seeds = {11, 22, 33, 44};
+  GenerationParams gp;
+  gp.max_new_tokens = 16 / kScale;
+  gp.stop_at_eos = false;
+  gp.sampling = SamplingParams{0.8f, 0, 1.0f, 0.0f};
+  gp.logprobs = true;
+  for (const std::size_t len : {std::size_t{32}, std::size_t{37}}) {
+    INFO("prompt of " << len << " tokens");
+    const std::vector<TokenId> prompt(text.begin(),
+                                      text.begin() + static_cast<std::ptrdiff_t>(len));
+    Engine engine(m->model, options(true, false));
+    std::map<RequestId, std::vector<TokenId>> streamed;
+    engine.set_event_callback([&](const TokenEvent& e) {
+      CHECK(e.logprobs.size() == e.tokens.size());
+      streamed[e.id].insert(streamed[e.id].end(), e.tokens.begin(), e.tokens.end());
+    });
+    const std::vector<RequestId> ids = engine.submit_n(prompt, gp, seeds);
+    REQUIRE(ids.size() == seeds.size());
+    for (std::size_t i = 1; i < ids.size(); ++i) {
+      CHECK(engine.state(ids[i]) == RequestState::kWaiting);  // its parent computes for it
+    }
+    engine.run();
+    std::map<RequestId, std::vector<TokenId>> out;
+    for (RequestOutcome& o : engine.take_finished()) {
+      CHECK(o.reason == FinishReason::kLength);
+      out[o.id] = std::move(o.output);
+    }
+    REQUIRE(out.size() == seeds.size());
+    // The prompt was computed once, not once per member.
+    CHECK(engine.stats().prefill_tokens == static_cast<std::int64_t>(len));
+    CHECK(engine.scheduler_stats().prompt_tokens == static_cast<std::int64_t>(len));
+    CHECK(engine.scheduler_stats().forks == static_cast<std::int64_t>(seeds.size() - 1));
+    CHECK(engine.kv_pages_free() + engine.kv_pages_cached() == engine.kv_pages_total());
+    std::set<std::vector<TokenId>> distinct;
+    for (std::size_t i = 0; i < seeds.size(); ++i) {
+      INFO("member " << i << " seed " << seeds[i]);
+      Engine alone(m->model, options(true, false));
+      GenerationParams solo = gp;
+      solo.seed = seeds[i];
+      (void)alone.submit(prompt, solo);
+      alone.run();
+      const std::vector<RequestOutcome> done = alone.take_finished();
+      REQUIRE(done.size() == 1);
+      CHECK(out.at(ids[i]) == done[0].output);
+      CHECK(streamed[ids[i]] == out.at(ids[i]));
+      distinct.insert(out.at(ids[i]));
+    }
+    CHECK(distinct.size() > 1);  // distinct seeds drew distinct completions
+  }
+}
+
+TEST_CASE(
+    "Engine: submit_n members end on their own; aborting the first before its prefill "
+    "ends the rest",
+    "[engine][engine]") {
+  INFERKIT_NEED_MODEL(m);
+  const std::vector<TokenId> prompt = prompts_of(m->tokenizer, 1)[0];
+  const std::vector<std::uint64_t> seeds = {1, 2, 3};
+  GenerationParams gp;
+  gp.max_new_tokens = 1;  // every member finishes on the token it draws from the prompt's row
+  gp.stop_at_eos = false;
+  gp.sampling = SamplingParams{0.8f, 0, 1.0f, 0.0f};
+  {
+    Engine engine(m->model, options(true, false));
+    const std::vector<RequestId> ids = engine.submit_n(prompt, gp, seeds);
+    engine.run();
+    const std::vector<RequestOutcome> done = engine.take_finished();
+    REQUIRE(done.size() == 3);
+    for (const RequestOutcome& o : done) CHECK(o.output.size() == 1);
+    CHECK(engine.kv_pages_free() + engine.kv_pages_cached() == engine.kv_pages_total());
+    CHECK(ids == std::vector<RequestId>{0, 1, 2});
+  }
+  {
+    Engine engine(m->model, options(true, false));
+    const std::vector<RequestId> ids = engine.submit_n(prompt, gp, seeds);
+    CHECK(engine.abort(ids[1]));  // a member not forked yet
+    CHECK(engine.abort(ids[0]));  // the parent takes the others with it
+    CHECK_FALSE(engine.has_unfinished());
+    const std::vector<RequestOutcome> done = engine.take_finished();
+    REQUIRE(done.size() == 3);
+    for (const RequestOutcome& o : done) {
+      CHECK(o.reason == FinishReason::kAborted);
+      CHECK(o.output.empty());
+    }
+    CHECK_FALSE(engine.state(ids[2]).has_value());
+  }
+  Engine engine(m->model, options(true, false));
+  CHECK(test::code_of([&] { (void)engine.submit_n(prompt, gp, {}); }) ==
+        ErrorCode::kInvalidArgument);
+  CHECK_FALSE(engine.has_unfinished());
 }

@@ -3,10 +3,12 @@
 // sim/: ContinuousScheduler -> LlamaModel::forward over paged KV -> sampling, or verification of
 // n-gram drafts by the chain verifier -> commit, with the RadixTree prefix cache. The simulator
 // and the engine take the same scheduler and workloads, so predicted and measured figures can be
-// compared. Not thread-safe: one thread of control calls every method (the kernels use OpenMP
+// compared. `submit_n` serves n completions of one prompt that share its KV (scheduler forks,
+// copy-on-write). Not thread-safe: one thread of control calls every method (the kernels use OpenMP
 // inside a step); other threads reach an engine through AsyncEngine (engine/async_engine.hpp).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -94,6 +96,11 @@ class Engine {
     std::size_t streamed = 0;  // output tokens handed to the callback
     // This step's emitted tokens start at emitted_[step_begin] (npos: none this step).
     std::size_t step_begin = static_cast<std::size_t>(-1);
+    double arrival_s = 0.0;
+    // submit_n: the members a parent forks when it first samples, and (in each of them until
+    // then) the parent; -1 once forked or for a plain request.
+    std::vector<RequestId> fork_children;
+    RequestId fork_parent = -1;
   };
 
   const LlamaModel& model_;
@@ -111,6 +118,7 @@ class Engine {
   std::vector<TokenLogprobs> emitted_logprobs_;  // [emitted_] where the request asked
   std::vector<TokenId> draft_buffer_;
   std::vector<SequenceResult> results_;
+  std::vector<RequestId> forked_;    // children forked this step
   std::vector<std::size_t> begins_;  // [sequences + 1] offsets of their tokens in emitted_
   std::unordered_map<RequestId, PerRequest> requests_;
   std::vector<RequestOutcome> finished_;
@@ -192,6 +200,7 @@ class Engine {
     r.arrival_s = now();
     r.priority = params.priority;
     r.cache_namespace = params.cache_namespace;
+    const double arrival_s = r.arrival_s;
     sched_->add(std::move(r));          // validates; throws before anything is recorded
     if (!sched_->contains(next_id_)) {  // finished at once: it can never fit
       collect_finished();
@@ -203,11 +212,71 @@ class Engine {
     // same tokens, whenever and beside whatever it runs (OpenAI's `seed`).
     p.rng = Rng(params.seed, 0);
     p.prompt_size = sched_->tokens(next_id_).size();
+    p.arrival_s = arrival_s;
     return next_id_++;
+  }
+
+  /// Queues `seeds.size()` completions of one prompt (OpenAI's `n`), each with `params` and its
+  /// own seed; returns their ids, consecutive, in seed order. The prompt is prefilled once, by
+  /// the first; when it samples its first token from the prompt's last logits row, every other
+  /// member draws its own first token from that same row with its own seed and is forked from it
+  /// (ContinuousScheduler::fork_sampled): the members share the prompt's KV pages and copy only
+  /// the partially filled last one when they first write to it. Each member then runs, streams,
+  /// finishes and can be aborted on its own, and outputs exactly what `submit(prompt, params)`
+  /// with its seed outputs alone (the sampler's stream depends on the seed alone). Aborting the
+  /// first member before the prompt is computed aborts the members not yet forked; a prompt that
+  /// can never fit finishes them all with kExceedsCapacity. Throws what `submit` throws, and
+  /// `Error{kInvalidArgument}` for no seeds; nothing is queued then.
+  std::vector<RequestId> submit_n(std::vector<TokenId> prompt, const GenerationParams& params,
+                                  std::span<const std::uint64_t> seeds) {
+    check_arg(!seeds.empty(), ErrorCode::kInvalidArgument, "seeds.size()", seeds.size(),
+              "must be >=", 1);
+    GenerationParams first = params;
+    first.seed = seeds[0];
+    const RequestId parent = submit(std::move(prompt), first);
+    std::vector<RequestId> ids{parent};
+    const bool held = requests_.contains(parent);  // else it finished at once: it can never fit
+    for (std::size_t i = 1; i < seeds.size(); ++i) {
+      const RequestId id = next_id_++;
+      ids.push_back(id);
+      PerRequest c;
+      c.params = params;
+      c.params.seed = seeds[i];
+      c.rng = Rng(seeds[i], 0);
+      if (!held) {
+        const auto o = std::find_if(finished_.begin(), finished_.end(),
+                                    [&](const RequestOutcome& f) { return f.id == parent; });
+        RequestOutcome copy = *o;
+        copy.id = id;
+        finished_.push_back(std::move(copy));
+        continue;
+      }
+      const PerRequest& p = requests_.at(parent);
+      c.prompt_size = p.prompt_size;
+      c.arrival_s = p.arrival_s;
+      c.fork_parent = parent;
+      requests_.emplace(id, std::move(c));
+      requests_.at(parent).fork_children.push_back(id);
+    }
+    return ids;
   }
 
   /// Ends request `id`; false if the engine does not hold it.
   bool abort(RequestId id) {
+    const auto it = requests_.find(id);
+    if (it != requests_.end() && it->second.fork_parent >= 0) {  // a submit_n member not forked
+      std::vector<RequestId>& siblings = requests_.at(it->second.fork_parent).fork_children;
+      siblings.erase(std::find(siblings.begin(), siblings.end(), id));
+      RequestOutcome o;
+      o.id = id;
+      o.reason = FinishReason::kAborted;
+      o.metrics.arrival_s = it->second.arrival_s;
+      o.metrics.prompt_tokens = static_cast<std::int64_t>(it->second.prompt_size);
+      o.metrics.finish_s = std::max(now(), o.metrics.arrival_s);
+      requests_.erase(it);
+      finished_.push_back(std::move(o));
+      return true;
+    }
     const bool held = sched_->abort(id, now());
     collect_finished();
     return held;
@@ -234,6 +303,10 @@ class Engine {
   /// Where request `id` is (waiting, running, preempted); nullopt once it has finished or for an
   /// id the engine never held.
   [[nodiscard]] std::optional<RequestState> state(RequestId id) const {
+    const auto it = requests_.find(id);
+    if (it != requests_.end() && it->second.fork_parent >= 0) {  // its parent computes for it
+      id = it->second.fork_parent;
+    }
     if (!sched_->contains(id)) return std::nullopt;
     return sched_->state(id);
   }
@@ -296,7 +369,7 @@ class Engine {
                           TokenId* out);
   void stream(RequestId id, std::span<const TokenId> all);
   void emit(RequestId id, const PerRequest& req, std::span<const TokenId> tokens);
-  void propose_drafts(const StepPlan& plan);
+  void propose_drafts(RequestId id);
 };
 
 }  // namespace inferkit

@@ -5,6 +5,8 @@
 // after subtracting the prefix-cache match, locks the matched prefix while the request runs,
 // preempts by recompute when a decode cannot get a block (with hysteresis), and rolls block
 // tables back past rejected speculative drafts. schedule() -> engine -> commit() is one step.
+// A running request can be forked (n completions, parallel sampling, beam-like search): the
+// child shares every KV page, and the first write into a shared partial page is a planned copy.
 #pragma once
 
 #include <algorithm>
@@ -46,6 +48,7 @@ struct SchedulerStats {
   std::int64_t cached_prompt_tokens = 0;   ///< of which served by the prefix cache
   std::int64_t computed_tokens = 0;        ///< KV rows computed (recomputation and drafts included)
   std::int64_t rejected_draft_tokens = 0;  ///< draft KV rows rolled back at commit
+  std::int64_t forks = 0;                  ///< children created by `fork` and `fork_sampled`
 
   /// cached_prompt_tokens / prompt_tokens (0 without admissions).
   [[nodiscard]] double prefix_hit_rate() const noexcept {
@@ -70,6 +73,14 @@ struct SchedulerStats {
 /// blocks, or none) mirrored in its page run like every running request's; a later step plans
 /// it among the running prefills, before any new admission. `check_consistency()` holds in that
 /// state, between schedule() and commit() too.
+///
+/// **Forks.** `fork` (between steps) and `fork_sampled` (during the step that samples the
+/// parent) create a child request that shares every KV page of a running parent, reference
+/// counted: the prompt and output so far are computed once. Whichever of them first appends
+/// into the shared, partially filled last page gets a copy of it planned in `block_copies`
+/// (copy-on-write); full shared pages are never copied. A child is a request like any other
+/// from then on: it is preempted, aborted and finished on its own, and the pages return to the
+/// pool (or the prefix cache) when their last holder lets them go.
 ///
 /// **Guarantees.** No request is lost, duplicated or given tokens out of order: a preempted
 /// request recomputes its KV and continues where it stopped. Every throwing call changes
@@ -96,6 +107,7 @@ class ContinuousScheduler {
   std::vector<std::pair<detail::WaitKey, std::int32_t>> ranked_;
   std::vector<RequestOutcome> finished_;
   std::vector<StepMetrics> step_metrics_;
+  std::vector<detail::PendingFork> pending_forks_;  // fork_sampled calls awaiting commit
   SchedulerStats stats_;
   bool in_flight_ = false;
   double last_now_ = -std::numeric_limits<double>::infinity();
@@ -160,6 +172,7 @@ class ContinuousScheduler {
     r.cached_inserted = 0;
     r.promised_blocks = 0;
     r.prefix_locked = false;
+    r.forked = false;
     r.metrics = RequestMetrics{};
     r.metrics.arrival_s = r.request.arrival_s;
     r.metrics.prompt_tokens = static_cast<std::int64_t>(r.request.prompt.size());
@@ -201,6 +214,41 @@ class ContinuousScheduler {
     r.drafts.assign(drafts.begin(), drafts.end());
   }
 
+  /// Forks running request `parent` into a new request `child`: the child gets a copy of the
+  /// parent's request (its prompt, output limit, stop tokens, priority, namespace, arrival) under
+  /// the id `child`, its tokens so far, its metrics (but computed_tokens and num_preemptions 0)
+  /// and a block table that shares every page (each reference count + 1): no KV is computed or
+  /// copied now. Both then run on their own; the first of them to append into the shared,
+  /// partially filled last page gets a copy of it in that step's `block_copies` (the slot mapping
+  /// points into the copy). As the two sample the same context, they continue identically unless
+  /// the engine samples them differently (another seed); to give the child a different last
+  /// token, fork during the step with `fork_sampled`.
+  ///
+  /// The child runs beside its parent (same rank in the running order) when fewer than
+  /// max_num_seqs requests run; otherwise it is queued at the front of its rank, holding nothing,
+  /// and recomputes its KV (from the prefix cache where it can) when admitted. The child's
+  /// promise counts what a request of its length would need, not the copy of the shared page:
+  /// that block is taken when the copy is planned, preempting like any decode if it must.
+  /// O(parent's tokens + pages). Throws `Error{kInvalidArgument}` for an unknown parent or a
+  /// `child` id already held, `Error{kInvalidState}` unless the parent is running and no step is
+  /// in flight; nothing changes then.
+  void fork(RequestId parent, RequestId child);
+
+  /// Forks `parent` during the step that samples it: between schedule() and commit(), for a
+  /// request planned in this step with a sampling sequence without drafts (a decode or a final
+  /// prefill chunk). At commit, before the parent's result is applied, `child` is created as by
+  /// `fork` from the parent as the step leaves it (its KV includes this step's rows) and emits
+  /// `token` in place of the parent's result: the token a different sample of the same logits
+  /// row drew (parallel sampling: every child's first token comes from the prompt's last row;
+  /// beam-like search: the runner-up tokens). The child then finishes at once if `token` is a
+  /// stop token or its output reaches the limit, like any request. Forks of a parent aborted
+  /// before the commit are dropped (the child never exists); a commit that throws keeps them
+  /// pending. O(1) now, O(parent's tokens + pages) at commit. Throws `Error{kInvalidArgument}`
+  /// for an unknown parent, a `child` id held or already pending, or a negative token;
+  /// `Error{kInvalidState}` without a step in flight, or for a parent not planned in it, or
+  /// planned without sampling or with drafts; nothing changes then.
+  void fork_sampled(RequestId parent, RequestId child, TokenId token);
+
   // ---- the step ----
 
   /// Plans one step at time `now` (seconds, non-decreasing across calls). An empty plan means
@@ -233,7 +281,8 @@ class ContinuousScheduler {
   /// sequence, in plan order, with the tokens it emitted (none for a non-final prefill chunk,
   /// one for a decode or a final chunk, 1..drafts+1 after speculative verification). Appends
   /// them, rolls back rejected drafts, finishes requests at a stop token or their length
-  /// (their outcome then waits in `take_finished`), and caches prefilled prefixes.
+  /// (their outcome then waits in `take_finished`), caches prefilled prefixes, and creates the
+  /// children `fork_sampled` asked for (each before its parent's result is applied).
   /// Throws `Error{kInvalidState}` without a planned step; `Error{kInvalidArgument}` (changing
   /// nothing) for a wrong number of results, an id out of plan order, a token count the plan
   /// does not allow, a negative token, or a bad `now`. O(emitted tokens + prefixes inserted).
@@ -244,11 +293,14 @@ class ContinuousScheduler {
     validate_results(results);
     last_now_ = now;
     in_flight_ = false;
+    std::size_t next_fork = 0;  // pending_forks_ is in plan order
     for (std::size_t i = 0; i < results.size(); ++i) {
-      if (plan_slots_[i] < 0) continue;  // aborted during the step
       const bool prefill = static_cast<std::int32_t>(i) >= plan_.num_decodes;
+      apply_forks(i, prefill, now, next_fork);  // children first: they copy the parent as planned
+      if (plan_slots_[i] < 0) continue;         // aborted during the step
       apply_result(plan_.sequences[i], plan_slots_[i], results[i], prefill, now);
     }
+    pending_forks_.clear();
     if (config_.record_step_metrics && !step_metrics_.empty())
       step_metrics_.back().committed_s = now;
   }
@@ -465,9 +517,17 @@ class ContinuousScheduler {
   void validate_results(std::span<const SequenceResult> results) const;
   void apply_result(const ScheduledSequence& seq, std::int32_t slot, const SequenceResult& result,
                     bool prefill, double now);
+  FinishReason append_output(detail::SequenceRecord& r, std::span<const TokenId> tokens,
+                             double now);
+  // ---- forks (bodies in detail/continuous_scheduler_fork.hpp) ----
+  void check_fork_ids(std::int32_t parent_slot, RequestId parent, RequestId child,
+                      const char* op) const;
+  std::int32_t spawn_fork(std::int32_t parent_slot, RequestId child);
+  void apply_forks(std::size_t plan_index, bool prefill, double now, std::size_t& next_fork);
 };
 
 }  // namespace inferkit
 
 #include <inferkit/sched/detail/continuous_scheduler_commit.hpp>
+#include <inferkit/sched/detail/continuous_scheduler_fork.hpp>
 #include <inferkit/sched/detail/continuous_scheduler_plan.hpp>

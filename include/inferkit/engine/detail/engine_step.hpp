@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Engine, the step itself: schedule, forward, then per sampling sequence either one token
 // (greedy argmax or a draw from the filtered distribution) or the chain verification of its
-// drafts (greedy, or exact rejection sampling against the one-hot n-gram draft), commit, stream
-// the new tokens, and propose the next drafts. Included by engine/engine.hpp.
+// drafts (greedy, or exact rejection sampling against the one-hot n-gram draft), the first token
+// of each submit_n member forked from the same row, commit, stream the new tokens, and propose
+// the next drafts. Included by engine/engine.hpp.
 #pragma once
 
 #include <algorithm>
@@ -25,7 +26,15 @@ inline bool Engine::step() {
   ++stats_.steps;
   // Each sampling sequence owns 1 + drafts consecutive logit rows, in plan order, and emits at
   // most that many tokens.
-  emitted_.resize(plan.logits_indices.size());
+  // A parent of submit_n members samples its first token now (from the prompt's last row): each
+  // member draws its own from the same row, after the plan's tokens in emitted_.
+  std::size_t fork_at = plan.logits_indices.size();
+  std::size_t forks = 0;
+  for (const ScheduledSequence& seq : plan.sequences) {
+    if (seq.samples) forks += requests_.at(seq.request_id).fork_children.size();
+  }
+  forked_.clear();
+  emitted_.resize(plan.logits_indices.size() + forks);
   emitted_logprobs_.resize(emitted_.size());
   begins_.assign(1, 0);
   std::size_t row = 0;
@@ -49,6 +58,20 @@ inline bool Engine::step() {
                              emitted_[begins_.back() + j], req.params.top_logprobs);
         }
       }
+      for (const RequestId child : req.fork_children) {  // k == 0: a final prefill chunk
+        PerRequest& c = requests_.at(child);
+        (void)pick_tokens(logits_.data() + row * vocab, {}, c, emitted_.data() + fork_at);
+        if (c.params.logprobs) {
+          emitted_logprobs_[fork_at] =
+              token_logprobs(std::span<const float>(logits_.data() + row * vocab, vocab),
+                             emitted_[fork_at], c.params.top_logprobs);
+        }
+        c.step_begin = fork_at;
+        c.fork_parent = -1;
+        sched_->fork_sampled(seq.request_id, child, emitted_[fork_at++]);
+        forked_.push_back(child);
+      }
+      req.fork_children.clear();
       row += k + 1;
     }
     begins_.push_back(begins_.back() + n);
@@ -66,13 +89,23 @@ inline bool Engine::step() {
       if (!sched_->contains(seq.request_id)) continue;  // finished: streamed from its outcome
       stream(seq.request_id, sched_->tokens(seq.request_id));
     }
+    for (const RequestId child : forked_) {
+      if (sched_->contains(child)) stream(child, sched_->tokens(child));
+    }
   }
   collect_finished();
   for (const ScheduledSequence& seq : plan.sequences) {
     const auto it = requests_.find(seq.request_id);
     if (it != requests_.end()) it->second.step_begin = static_cast<std::size_t>(-1);
   }
-  if (options_.ngram_speculation) propose_drafts(plan);
+  for (const RequestId child : forked_) {
+    const auto it = requests_.find(child);
+    if (it != requests_.end()) it->second.step_begin = static_cast<std::size_t>(-1);
+  }
+  if (options_.ngram_speculation) {
+    for (const ScheduledSequence& seq : plan.sequences) propose_drafts(seq.request_id);
+    for (const RequestId child : forked_) propose_drafts(child);
+  }
   stats_.step_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return true;
@@ -133,6 +166,17 @@ inline void Engine::collect_finished() {
     const auto it = requests_.find(o.id);
     if (it != requests_.end()) {
       PerRequest& req = it->second;
+      // A parent that ends before its first sample (aborted, or it can never fit) takes the
+      // submit_n members it has not forked yet with it.
+      for (const RequestId child : req.fork_children) {
+        RequestOutcome c;
+        c.id = child;
+        c.reason = o.reason;
+        c.metrics = o.metrics;
+        c.metrics.computed_tokens = 0;
+        requests_.erase(child);
+        finished_.push_back(std::move(c));
+      }
       if (on_tokens_ && o.output.size() > req.streamed) {
         emit(o.id, req, std::span<const TokenId>(o.output).subspan(req.streamed));
       }
@@ -142,16 +186,13 @@ inline void Engine::collect_finished() {
   }
 }
 
-// Drafts for every request that will decode next step: the n-gram continuation of its tokens.
-inline void Engine::propose_drafts(const StepPlan& plan) {
-  for (const ScheduledSequence& seq : plan.sequences) {
-    const RequestId id = seq.request_id;
-    if (!sched_->contains(id) || sched_->state(id) != RequestState::kRunning) continue;
-    const std::span<const TokenId> context = sched_->tokens(id);
-    draft_buffer_.resize(static_cast<std::size_t>(options_.max_draft_tokens));
-    const std::size_t n = drafter_.propose(context, draft_buffer_);
-    if (n > 0) sched_->propose_drafts(id, std::span<const TokenId>(draft_buffer_).first(n));
-  }
+// Drafts for request `id` if it will decode next step: the n-gram continuation of its tokens.
+inline void Engine::propose_drafts(RequestId id) {
+  if (!sched_->contains(id) || sched_->state(id) != RequestState::kRunning) return;
+  const std::span<const TokenId> context = sched_->tokens(id);
+  draft_buffer_.resize(static_cast<std::size_t>(options_.max_draft_tokens));
+  const std::size_t n = drafter_.propose(context, draft_buffer_);
+  if (n > 0) sched_->propose_drafts(id, std::span<const TokenId>(draft_buffer_).first(n));
 }
 
 }  // namespace inferkit

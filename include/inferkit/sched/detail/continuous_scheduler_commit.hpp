@@ -151,28 +151,31 @@ void ContinuousScheduler<Policy>::apply_result(const ScheduledSequence& seq, std
     pages_.sync(static_cast<std::size_t>(slot), r.table.blocks());
     stats_.rejected_draft_tokens += rejected;
   }
-  const std::int64_t limit = output_limit(r);
-  FinishReason reason = FinishReason::kNone;
-  for (const TokenId t : result.tokens) {
-    r.tokens.push_back(t);
-    r.metrics.token_times_s.push_back(now);
-    if (r.metrics.first_token_s < 0.0) r.metrics.first_token_s = now;
-    const std::vector<TokenId>& stops = r.request.stop_tokens;
-    if (std::find(stops.begin(), stops.end(), t) != stops.end()) {
-      reason = FinishReason::kStopToken;
-      break;
-    }
-    if (r.num_output() >= limit) {
-      reason = FinishReason::kLength;
-      break;
-    }
-  }
+  const FinishReason reason = append_output(r, result.tokens, now);
   if (reason != FinishReason::kNone) {
     finish(slot, reason, now);
     return;
   }
   if (prefill) cache_prefix(r);  // decodes are cached when they finish or are preempted
   update_promise(r);
+}
+
+// Appends emitted `tokens` to `r`'s output up to and including a stop token or the length
+// limit; returns why `r` must finish then (kNone: it goes on).
+template <SchedulingPolicy Policy>
+FinishReason ContinuousScheduler<Policy>::append_output(detail::SequenceRecord& r,
+                                                        std::span<const TokenId> tokens,
+                                                        double now) {
+  const std::int64_t limit = output_limit(r);
+  for (const TokenId t : tokens) {
+    r.tokens.push_back(t);
+    r.metrics.token_times_s.push_back(now);
+    if (r.metrics.first_token_s < 0.0) r.metrics.first_token_s = now;
+    const std::vector<TokenId>& stops = r.request.stop_tokens;
+    if (std::find(stops.begin(), stops.end(), t) != stops.end()) return FinishReason::kStopToken;
+    if (r.num_output() >= limit) return FinishReason::kLength;
+  }
+  return FinishReason::kNone;
 }
 
 template <SchedulingPolicy Policy>

@@ -223,7 +223,7 @@ bool ContinuousScheduler<Policy>::try_admit(std::int32_t slot, std::int64_t& bud
   r.state = RequestState::kRunning;
   insert_running(slot);
   ++stats_.admissions;
-  if (r.metrics.num_preemptions == 0) {  // first admission
+  if (r.metrics.num_preemptions == 0 && !r.forked) {  // first admission (a fork's was its parent's)
     r.metrics.cached_prompt_tokens = match.num_tokens;
     stats_.prompt_tokens += static_cast<std::int64_t>(r.request.prompt.size());
     stats_.cached_prompt_tokens += match.num_tokens;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Internals of the schedulers: the record a scheduler keeps per request (its tokens, KV block
 // table, locked prefix, counters and metrics), the key that orders the waiting queue, and the
-// order of the running set (priority, then arrival: preemption victims come from its tail).
+// order of the running set (priority, then arrival: preemption victims come from its tail), and
+// a fork waiting for its step's commit.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,7 @@ struct SequenceRecord {
   PrefixHandle prefix;          ///< the prefix-cache path it locked at admission
   bool prefix_locked = false;
   bool live = false;
+  bool forked = false;  ///< created by a fork: its prompt was counted at its parent's admission
   bool queued = false;  ///< in the waiting queue under `wait_key`
   RequestState state = RequestState::kWaiting;
   std::int64_t num_computed = 0;     ///< tokens whose KV is in `table`
@@ -56,6 +58,14 @@ struct SequenceRecord {
   [[nodiscard]] std::int64_t pending() const noexcept {
     return static_cast<std::int64_t>(tokens.size()) - num_computed;
   }
+};
+
+/// A `fork_sampled` awaiting its commit: the parent's sequence in the plan, the child's id and
+/// the token the child emits instead of the parent's result.
+struct PendingFork {
+  std::int32_t plan_index = 0;
+  RequestId child = 0;
+  TokenId token = 0;
 };
 
 /// Running-set order: larger priority first, then earlier arrival. Victims of preemption are
