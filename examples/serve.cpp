@@ -179,6 +179,7 @@ struct Parsed {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::int32_t logprobs = -1;  // -1: none; else top-N alternatives per token
+  std::int32_t n = 1;          // completions of the prompt (choices)
   std::string model;
 };
 
@@ -242,13 +243,8 @@ Parsed parse_request(const json& body, bool chat, const inferkit::examples::Load
   }
   p.model = model_name;
   refuse_unsupported(body);
-  const std::int64_t n = read_integer(body, "n", 1, 1, 128);
-  if (n > 1) {
-    throw ApiError{400,
-                   "'n' > 1 is not supported yet (choices would share the prompt's KV "
-                   "through the scheduler's fork, which is not built); use n = 1",
-                   "invalid_request_error", "n", ""};
-  }
+  // n choices share the prompt's KV pages (the scheduler forks them after one prefill).
+  p.n = static_cast<std::int32_t>(read_integer(body, "n", 1, 1, inferkit::kMaxCompletions));
   std::vector<inferkit::TokenId>& prompt = p.request.prompt;
   if (chat) {
     const json* messages = field(body, "messages");
@@ -568,6 +564,8 @@ class Server {
     });
   }
 
+  using Handles = std::vector<std::shared_ptr<inferkit::CompletionHandle>>;
+
   void complete(const httplib::Request& req, httplib::Response& res, bool chat) {
     if (!ready()) {
       res.set_header("Retry-After", "5");
@@ -575,7 +573,7 @@ class Server {
                               "server_error", "", "unavailable"});
     }
     std::shared_ptr<Parsed> parsed;
-    std::optional<inferkit::CompletionHandle> handle;
+    auto handles = std::make_shared<Handles>();
     try {
       const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
       if (body.is_discarded()) {
@@ -583,7 +581,7 @@ class Server {
       }
       parsed = std::make_shared<Parsed>(
           parse_request(body, chat, *model_, max_model_len_, flags_.model_name));
-      auto [status, h] = front_->submit(parsed->request);
+      auto [status, hs] = front_->submit_n(parsed->request, parsed->n);
       if (status == inferkit::SubmitStatus::kOverloaded) {
         res.set_header("Retry-After", "1");
         throw ApiError{429, "the server is overloaded: its waiting queue is full; retry later",
@@ -593,37 +591,46 @@ class Server {
         res.set_header("Retry-After", "5");
         throw ApiError{503, "the server is draining", "server_error", "", "unavailable"};
       }
-      handle = std::move(h);
+      for (inferkit::CompletionHandle& h : hs) {
+        handles->push_back(std::make_shared<inferkit::CompletionHandle>(std::move(h)));
+      }
     } catch (const ApiError& e) {
       return send_error(res, e);
     } catch (const inferkit::Error& e) {  // what the front's validation names
       return send_error(res, {400, e.what(), "invalid_request_error", "", ""});
     }
-    const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(handle->id());
-    auto h = std::make_shared<inferkit::CompletionHandle>(std::move(*handle));
+    const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(handles->at(0)->id());
+    const auto cancel_all = [handles](bool) {
+      for (const auto& h : *handles) h->cancel();  // a no-op once finished
+    };
     if (parsed->stream) {
       res.set_header("Cache-Control", "no-cache");
       res.set_chunked_content_provider(
           "text/event-stream",
-          [this, h, parsed, id](std::size_t, httplib::DataSink& sink) {
-            return stream_events(*h, *parsed, id, sink);
+          [this, handles, parsed, id](std::size_t, httplib::DataSink& sink) {
+            return stream_events(*handles, *parsed, id, sink);
           },
-          [h](bool) { h->cancel(); });  // done or disconnected: a no-op once finished
+          cancel_all);
       return;
     }
-    // Not streamed: the body is written when the request finishes. Through a content provider,
-    // so that a client that hangs up is noticed (the socket stops being writable) and its
-    // request cancelled at once instead of running to its end.
+    // Not streamed: the body is written when every choice has finished. Through a content
+    // provider, so that a client that hangs up is noticed (the socket stops being writable)
+    // and its request cancelled at once instead of running to its end.
     res.set_chunked_content_provider(
         "application/json",
-        [this, h, parsed, id](std::size_t, httplib::DataSink& sink) {
-          inferkit::CompletionUpdate all;
+        [this, handles, parsed, id](std::size_t, httplib::DataSink& sink) {
+          std::vector<inferkit::CompletionUpdate> all(handles->size());
           for (;;) {
-            inferkit::CompletionUpdate u = h->next(100ms);
-            append(all, std::move(u));
-            if (all.finished) break;
+            bool done = true;
+            for (std::size_t i = 0; i < handles->size(); ++i) {
+              if (all[i].finished) continue;
+              append(all[i], (*handles)[i]->next(std::chrono::milliseconds(
+                                 100 / static_cast<int>(handles->size()) + 1)));
+              done = done && all[i].finished;
+            }
+            if (done) break;
             if (!sink.is_writable()) {
-              h->cancel();
+              for (const auto& h : *handles) h->cancel();
               return false;
             }
           }
@@ -632,7 +639,7 @@ class Server {
           sink.done();
           return true;
         },
-        [h](bool) { h->cancel(); });
+        cancel_all);
   }
 
   static void append(inferkit::CompletionUpdate& all, inferkit::CompletionUpdate u) {
@@ -649,26 +656,38 @@ class Server {
     }
   }
 
-  json whole_response(const inferkit::CompletionUpdate& all, const Parsed& p,
+  // Usage of all choices: the prompt once (it was computed once), every choice's tokens.
+  static json usage_of(const std::vector<inferkit::CompletionUpdate>& finals) {
+    inferkit::CompletionUpdate sum;
+    sum.prompt_tokens = finals.at(0).prompt_tokens;
+    sum.cached_prompt_tokens = finals.at(0).cached_prompt_tokens;
+    for (const auto& f : finals) sum.completion_tokens += f.completion_tokens;
+    return usage_json(sum);
+  }
+
+  json whole_response(const std::vector<inferkit::CompletionUpdate>& all, const Parsed& p,
                       const std::string& id) const {
-    json choice = {{"index", 0}, {"finish_reason", finish_reason(all.end)}};
-    if (p.logprobs >= 0) {
-      choice["logprobs"] = logprobs_json(p, model_->tokenizer, all.tokens, all.logprobs);
-    } else {
-      choice["logprobs"] = nullptr;
+    json choices = json::array();
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const inferkit::CompletionUpdate& c = all[i];
+      json choice = {{"index", i}, {"finish_reason", finish_reason(c.end)}};
+      choice["logprobs"] = p.logprobs >= 0
+                               ? logprobs_json(p, model_->tokenizer, c.tokens, c.logprobs)
+                               : json(nullptr);
+      if (p.chat) {
+        choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      } else {
+        choice["text"] = c.text;
+      }
+      if (!c.stop_string.empty()) choice["stop_reason"] = c.stop_string;
+      choices.push_back(std::move(choice));
     }
-    if (p.chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", all.text}};
-    } else {
-      choice["text"] = all.text;
-    }
-    if (!all.stop_string.empty()) choice["stop_reason"] = all.stop_string;
     return {{"id", id},
             {"object", p.chat ? "chat.completion" : "text_completion"},
             {"created", unix_seconds()},
             {"model", p.model},
-            {"choices", json::array({choice})},
-            {"usage", usage_json(all)}};
+            {"choices", std::move(choices)},
+            {"usage", usage_of(all)}};
   }
 
   // Writes one server-sent event; false when the client is gone.
@@ -677,11 +696,12 @@ class Server {
     return sink.is_writable() && sink.write(event.data(), event.size());
   }
 
-  bool stream_events(inferkit::CompletionHandle& h, const Parsed& p, const std::string& id,
+  bool stream_events(Handles& handles, const Parsed& p, const std::string& id,
                      httplib::DataSink& sink) {
     const std::int64_t created = unix_seconds();
-    const auto chunk = [&](json delta_or_text, const json& finish, const json& logprobs) {
-      json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", logprobs}};
+    const auto chunk = [&](std::size_t index, json delta_or_text, const json& finish,
+                           const json& logprobs) {
+      json choice = {{"index", index}, {"finish_reason", finish}, {"logprobs", logprobs}};
       if (p.chat) {
         choice["delta"] = std::move(delta_or_text);
       } else {
@@ -695,44 +715,56 @@ class Server {
       if (p.include_usage) c["usage"] = nullptr;
       return c;
     };
-    if (p.chat &&
-        !send_event(sink,
-                    chunk({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr).dump())) {
-      h.cancel();
+    const auto gone = [&] {
+      for (const auto& h : handles) h->cancel();
       return false;
+    };
+    if (p.chat) {
+      for (std::size_t i = 0; i < handles.size(); ++i) {
+        if (!send_event(
+                sink,
+                chunk(i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr).dump())) {
+          return gone();
+        }
+      }
     }
+    std::vector<inferkit::CompletionUpdate> finals(handles.size());
+    const auto wait = std::chrono::milliseconds(100 / static_cast<int>(handles.size()) + 1);
     for (;;) {
-      inferkit::CompletionUpdate u = h.next(100ms);
-      if (!u.tokens.empty() || !u.text.empty() || u.finished) {
-        const json lp = p.logprobs >= 0 ? logprobs_json(p, model_->tokenizer, u.tokens, u.logprobs)
-                                        : json(nullptr);
-        const json finish = u.finished ? json(finish_reason(u.end)) : json(nullptr);
-        json body =
-            p.chat ? (u.text.empty() && u.finished ? json::object() : json{{"content", u.text}})
-                   : json(u.text);
-        if (!send_event(sink, chunk(std::move(body), finish, lp).dump())) {
-          h.cancel();
-          return false;
+      bool done = true;
+      bool sent = false;
+      for (std::size_t i = 0; i < handles.size(); ++i) {
+        if (finals[i].finished) continue;
+        inferkit::CompletionUpdate u = handles[i]->next(wait);
+        if (!u.tokens.empty() || !u.text.empty() || u.finished) {
+          const json lp = p.logprobs >= 0
+                              ? logprobs_json(p, model_->tokenizer, u.tokens, u.logprobs)
+                              : json(nullptr);
+          const json finish = u.finished ? json(finish_reason(u.end)) : json(nullptr);
+          json body =
+              p.chat ? (u.text.empty() && u.finished ? json::object() : json{{"content", u.text}})
+                     : json(u.text);
+          if (!send_event(sink, chunk(i, std::move(body), finish, lp).dump())) return gone();
+          sent = true;
         }
-      } else if (!sink.is_writable()) {
-        h.cancel();  // the client hung up while waiting for a token
-        return false;
+        if (u.finished) finals[i] = std::move(u);
+        done = done && finals[i].finished;
       }
-      if (u.finished) {
-        if (p.include_usage) {
-          json last = {{"id", id},
-                       {"object", p.chat ? "chat.completion.chunk" : "text_completion"},
-                       {"created", created},
-                       {"model", p.model},
-                       {"choices", json::array()},
-                       {"usage", usage_json(u)}};
-          if (!send_event(sink, last.dump())) return false;
-        }
-        if (!send_event(sink, "[DONE]")) return false;
-        sink.done();
-        return true;
-      }
+      if (done) break;
+      if (!sent && !sink.is_writable()) return gone();  // hung up while waiting for a token
     }
+    if (p.include_usage) {
+      const json last = {{"id", id},
+                         {"object", p.chat ? "chat.completion.chunk" : "text_completion"},
+                         {"created", created},
+                         {"model", p.model},
+                         {"choices", json::array()},
+                         {"usage", usage_of(finals)}};
+      if (!send_event(sink, last.dump())) return false;
+    }
+    if (!send_event(sink, "[DONE]")) return false;
+    sink.done();
+    return true;
   }
 
   std::string metrics_text() const {

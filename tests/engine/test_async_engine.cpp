@@ -258,6 +258,31 @@ TEST_CASE("AsyncEngine: log-probabilities of the chosen tokens are the engine's 
   check_pool_clean(front);
 }
 
+TEST_CASE("AsyncEngine: n completions of one prompt each equal their seed's run alone",
+          "[engine][async_engine]") {
+  INFERKIT_NEED_MODEL(m);
+  AsyncEngine front(m->model, m->tokenizer, front_options(*m));
+  CompletionRequest req;
+  req.prompt = m->tokenizer.encode(kTexts[5], false);
+  req.params.max_new_tokens = kMaxNew;
+  req.params.sampling.temperature = 0.8f;
+  req.params.seed = 40;
+  auto [status, handles] = front.submit_n(req, 3);
+  REQUIRE(status == SubmitStatus::kAccepted);
+  REQUIRE(handles.size() == 3);
+  for (std::size_t i = 0; i < handles.size(); ++i) {
+    CompletionRequest alone = req;
+    alone.params.seed = req.params.seed + i;  // completion i samples with seed + i
+    auto [s, h] = front.submit(alone);
+    REQUIRE(s == SubmitStatus::kAccepted);
+    CHECK(collect(handles[i]).tokens == collect(*h).tokens);
+  }
+  CHECK(front.metrics().requests_accepted == 4);  // the group is one request
+  CHECK(test::code_of([&] { (void)front.submit_n(req, kMaxCompletions + 1); }) ==
+        ErrorCode::kInvalidArgument);
+  check_pool_clean(front);
+}
+
 TEST_CASE("AsyncEngine: a full queue answers kOverloaded at once, and drain finishes the rest",
           "[engine][async_engine]") {
   INFERKIT_NEED_MODEL(m);

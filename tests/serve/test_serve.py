@@ -209,10 +209,22 @@ def test_logprobs(client):
     assert all(len(c.top_logprobs) == 2 and c.logprob <= 0 for c in content)
 
 
-def test_n_above_one_is_a_clear_400(client):
+def test_n_choices_each_equal_their_seed_run_alone(client):
+    kw = dict(max_tokens=12, temperature=0.8, seed=77)
+    out = complete(client, PROMPTS[4], n=3, **kw)
+    assert [c.index for c in out.choices] == [0, 1, 2]
+    for i, choice in enumerate(out.choices):  # choice i samples with seed + i
+        alone = complete(client, PROMPTS[4], **{**kw, "seed": 77 + i})
+        assert choice.text == alone.choices[0].text
+    assert out.usage.prompt_tokens == alone.usage.prompt_tokens  # the prompt counted once
+    streamed = ["", "", ""]
+    for chunk in complete(client, PROMPTS[4], n=3, stream=True, **kw):
+        for c in chunk.choices:
+            streamed[c.index] += c.text
+    assert streamed == [c.text for c in out.choices]
     import openai
     with pytest.raises(openai.BadRequestError) as e:
-        complete(client, PROMPTS[0], max_tokens=4, n=2)
+        complete(client, PROMPTS[0], max_tokens=4, n=17)
     assert "'n'" in str(e.value)
 
 

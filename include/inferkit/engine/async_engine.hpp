@@ -68,6 +68,9 @@ struct CompletionUpdate {
   std::int64_t completion_tokens = 0;        ///< output tokens in all (a stop token included)
 };
 
+/// The most completions of one prompt `AsyncEngine::submit_n` takes (OpenAI's `n`).
+inline constexpr std::int32_t kMaxCompletions = 16;
+
 /// Result of `AsyncEngine::submit`.
 enum class SubmitStatus : std::uint8_t {
   kAccepted,    ///< queued: the handle streams it
@@ -112,9 +115,9 @@ struct CompletionState {
 // State shared by the front, the engine thread and the handles (for cancel), guarded by `mu`.
 struct FrontShared {
   struct Submission {
-    RequestId id;
+    std::vector<RequestId> ids;  // one per completion of the prompt (n)
     CompletionRequest request;
-    std::shared_ptr<CompletionState> state;
+    std::vector<std::shared_ptr<CompletionState>> states;  // [ids]
     double arrival_s;
   };
   std::mutex mu;
@@ -233,26 +236,45 @@ class AsyncEngine {
   /// `max_prompt_tokens()`, bad sampling or stop strings), then queues it. Returns the status and,
   /// when accepted, the handle. Never blocks on the engine.
   std::pair<SubmitStatus, std::optional<CompletionHandle>> submit(CompletionRequest request) {
+    auto [status, handles] = submit_n(std::move(request), 1);
+    if (handles.empty()) return {status, std::nullopt};
+    return {status, std::move(handles[0])};
+  }
+
+  /// As `submit`, for `n` completions of one prompt (OpenAI's `n`): the prompt is computed once
+  /// and its KV pages shared (Engine::submit_n); completion i samples with seed
+  /// `params.seed + i`. They count as one request in the waiting queue. Returns n handles when
+  /// accepted. Throws `Error{kInvalidArgument}` also for `n` outside [1, kMaxCompletions].
+  std::pair<SubmitStatus, std::vector<CompletionHandle>> submit_n(CompletionRequest request,
+                                                                  std::int32_t n) {
+    check_arg(n >= 1 && n <= kMaxCompletions, ErrorCode::kInvalidArgument, "n", n,
+              "must be in [1, kMaxCompletions] with kMaxCompletions =", kMaxCompletions);
     validate_request(request);
     const auto prompt_tokens = static_cast<std::int64_t>(request.prompt.size());
-    auto state = std::make_shared<detail::CompletionState>();
-    RequestId id = 0;
+    detail::FrontShared::Submission sub{{}, std::move(request), {}, seconds_now()};
+    std::vector<CompletionHandle> handles;
+    for (std::int32_t i = 0; i < n; ++i) {
+      sub.states.push_back(std::make_shared<detail::CompletionState>());
+    }
     {
       std::lock_guard lock(shared_->mu);
-      if (!shared_->accepting) return {SubmitStatus::kDraining, std::nullopt};
+      if (!shared_->accepting) return {SubmitStatus::kDraining, {}};
       if (shared_->queued_requests + 1 > options_.max_queued_requests ||
           shared_->queued_prompt_tokens + prompt_tokens > options_.max_queued_prompt_tokens) {
         ++shared_->overloaded;
-        return {SubmitStatus::kOverloaded, std::nullopt};
+        return {SubmitStatus::kOverloaded, {}};
       }
-      id = shared_->next_id++;
+      for (std::int32_t i = 0; i < n; ++i) {
+        sub.ids.push_back(shared_->next_id++);
+        handles.emplace_back(sub.ids.back(), sub.states[static_cast<std::size_t>(i)], shared_);
+      }
       ++shared_->queued_requests;
       shared_->queued_prompt_tokens += prompt_tokens;
       ++shared_->accepted;
-      shared_->inbox.push_back({id, std::move(request), state, seconds_now()});
+      shared_->inbox.push_back(std::move(sub));
     }
     shared_->wake.notify_one();
-    return {SubmitStatus::kAccepted, CompletionHandle(id, std::move(state), shared_)};
+    return {SubmitStatus::kAccepted, std::move(handles)};
   }
 
   /// Stops accepting requests and waits until every accepted one has finished, or until
@@ -499,7 +521,7 @@ class AsyncEngine {
     cancels.swap(shared_->cancels);
     if (shared_->deadline && std::chrono::steady_clock::now() >= *shared_->deadline) {
       for (const auto& [id, l] : live_) cancels.push_back(l.front_id);
-      for (const auto& s : subs) cancels.push_back(s.id);
+      for (const auto& s : subs) cancels.insert(cancels.end(), s.ids.begin(), s.ids.end());
       if (!cancels.empty()) cancelled_by_deadline_ = true;
     }
     return !(shared_->stop && shared_->inbox.empty() && live_.empty() && subs.empty() &&
@@ -507,14 +529,25 @@ class AsyncEngine {
   }
 
   void admit(detail::FrontShared::Submission& s) {
-    Live l{s.state, s.id, StreamDecoder(tokenizer_, /*render_special=*/false),
-           StopStringMatcher(s.request.stop_strings)};
-    l.logprobs = s.request.params.logprobs;
-    l.prompt_tokens = static_cast<std::int64_t>(s.request.prompt.size());
-    l.arrival_s = s.arrival_s;
-    const RequestId id = engine_->submit(std::move(s.request.prompt), s.request.params);
-    engine_id_.emplace(s.id, id);
-    live_.emplace(id, std::move(l));
+    const CompletionRequest& r = s.request;
+    std::vector<RequestId> ids;
+    if (s.ids.size() == 1) {
+      ids.push_back(engine_->submit(r.prompt, r.params));
+    } else {
+      std::vector<std::uint64_t> seeds;
+      for (std::size_t i = 0; i < s.ids.size(); ++i) seeds.push_back(r.params.seed + i);
+      ids = engine_->submit_n(r.prompt, r.params, seeds);
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      Live l{s.states[i], s.ids[i], StreamDecoder(tokenizer_, /*render_special=*/false),
+             StopStringMatcher(r.stop_strings)};
+      l.logprobs = r.params.logprobs;
+      l.prompt_tokens = static_cast<std::int64_t>(r.prompt.size());
+      l.arrival_s = s.arrival_s;
+      l.queued = i == 0;  // the group is one entry of the waiting queue
+      engine_id_.emplace(s.ids[i], ids[i]);
+      live_.emplace(ids[i], std::move(l));
+    }
   }
 
   void collect() {
