@@ -29,6 +29,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #if INFERKIT_HAS_OPENMP
@@ -219,7 +220,7 @@ std::string read_content(const json& content, std::size_t index) {
   for (const json& part : content) {
     if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") ||
         !part["text"].is_string()) {
-      bad_field(name, "parts must be {\"type\": \"text\", \"text\": ...} (only text is supported)");
+      bad_field(name, R"(parts must be {"type": "text", "text": ...} (only text is supported))");
     }
     text += part["text"].get<std::string>();
   }
@@ -485,7 +486,7 @@ class Server {
     ready_.store(true);
   }
 
-  bool ready() const { return ready_.load() && front_ && front_->accepting(); }
+  [[nodiscard]] bool ready() const { return ready_.load() && front_ && front_->accepting(); }
 
   void install_routes() {
     // Streams hold a worker each while they run: the pool is sized for many more streams than
@@ -527,7 +528,7 @@ class Server {
         [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
           std::string what = "internal error";
           try {
-            std::rethrow_exception(ep);
+            std::rethrow_exception(std::move(ep));
           } catch (const std::exception& e) {
             what = e.what();
           } catch (...) {
@@ -665,8 +666,8 @@ class Server {
     return usage_json(sum);
   }
 
-  json whole_response(const std::vector<inferkit::CompletionUpdate>& all, const Parsed& p,
-                      const std::string& id) const {
+  [[nodiscard]] json whole_response(const std::vector<inferkit::CompletionUpdate>& all,
+                                    const Parsed& p, const std::string& id) const {
     json choices = json::array();
     for (std::size_t i = 0; i < all.size(); ++i) {
       const inferkit::CompletionUpdate& c = all[i];
@@ -767,7 +768,7 @@ class Server {
     return true;
   }
 
-  std::string metrics_text() const {
+  [[nodiscard]] std::string metrics_text() const {
     using prometheus::ClientMetric;
     using prometheus::MetricFamily;
     using prometheus::MetricType;

@@ -185,7 +185,7 @@ class CompletionHandle {
   }
 
  private:
-  bool has_news() const {
+  [[nodiscard]] bool has_news() const {
     const CompletionUpdate& p = state_->pending;
     return !p.tokens.empty() || !p.text.empty() || (state_->finished && !delivered_final_);
   }
