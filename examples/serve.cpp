@@ -333,6 +333,8 @@ Parsed parse_request(const json& body, bool chat, const inferkit::examples::Load
                                                     std::numeric_limits<std::int64_t>::max()))
           : (static_cast<std::uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
   p.request.stop_strings = read_stop(body);
+  // vLLM's extension, which load generators send so that every request runs its full length.
+  g.stop_at_eos = !read_bool(body, "ignore_eos", false);
   p.stream = read_bool(body, "stream", false);
   if (const json* so = field(body, "stream_options"); so != nullptr) {
     if (!so->is_object()) bad_field("stream_options", "must be an object");

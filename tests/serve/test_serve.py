@@ -166,6 +166,18 @@ def test_stop_strings_cut_the_text_before_them(client):
     assert streamed == out.choices[0].text
 
 
+def test_ignore_eos_runs_to_max_tokens(client):
+    # A chat reply ends at <|im_end|> well before 200 tokens; with ignore_eos it cannot.
+    messages = [{"role": "user", "content": "Say hi."}]
+    short = client.chat.completions.create(model="smollm2", messages=messages, temperature=0,
+                                           max_tokens=200)
+    assert short.choices[0].finish_reason == "stop"
+    full = client.chat.completions.create(model="smollm2", messages=messages, temperature=0,
+                                          max_tokens=200, extra_body={"ignore_eos": True})
+    assert full.usage.completion_tokens == 200
+    assert full.choices[0].finish_reason == "length"
+
+
 def test_max_tokens_and_usage(client):
     for n in (1, 3, 9):
         out = complete(client, PROMPTS[1], max_tokens=n)
