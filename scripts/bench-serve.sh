@@ -12,8 +12,8 @@
 # run then takes about 15 minutes, `--quick` about 3.
 #
 #   scripts/bench-serve.sh [--quick] [--rounds N] [--threads N] [--out FILE] [--no-build]
-#                          [--servers inferkit,llamacpp] [--port N]
-#   scripts/bench-serve.sh --soak [SECONDS] [--threads N] [--no-build]
+#                          [--servers inferkit,llamacpp] [--port N] [--nice N]
+#   scripts/bench-serve.sh --soak [SECONDS] [--threads N] [--no-build] [--nice N]
 #
 #   --quick        4 / 8 / 32 requests of 32 tokens per concurrency instead of 16 / 40 / 96 of 128
 #   --rounds N     alternate inferkit, llama.cpp N times (default 1); the table shows medians
@@ -21,6 +21,8 @@
 #   --out FILE     the JSON file (default build/bench-serve/results.json)
 #   --no-build     use build/release/examples/serve as it is when it exists
 #   --servers LIST only these (inferkit, llamacpp), in this order
+#   --nice N       run the servers and the load generator at this niceness (default: unchanged);
+#                  on a shared machine, as root, --nice -10 keeps others' builds off their cores
 #   --soak [S]     inferkit's server alone for S seconds (default 600): 32 streaming clients, a
 #                  quarter of whose requests close the connection mid-stream on purpose; reports
 #                  failed requests (a non-200 answer or a broken stream that was not a deliberate
@@ -57,7 +59,7 @@ LLAMA_CMAKE_ARGS=(-DGGML_NATIVE=OFF -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGM
   -DLLAMA_BUILD_EXAMPLES=OFF)
 CONCURRENCY=(1 8 32)
 
-quick=0 rounds=1 threads=2 no_build=0 soak=0 port=18470
+quick=0 rounds=1 threads=2 no_build=0 soak=0 port=18470 niceness=""
 servers=inferkit,llamacpp
 out=build/bench-serve/results.json
 temperature=${INFERKIT_BENCH_TEMPERATURE:-0}
@@ -71,6 +73,7 @@ while [ $# -gt 0 ]; do
     --no-build) no_build=1 ;;
     --servers) servers=${2:?}; shift ;;
     --port) port=${2:?}; shift ;;
+    --nice) niceness=${2:?}; shift ;;
     --soak)
       soak=600
       if [[ ${2:-} =~ ^[0-9]+$ ]]; then soak=$2; shift; fi
@@ -145,6 +148,9 @@ install_guidellm() {
 
 # ---- servers ------------------------------------------------------------------------------------
 
+prio=()  # the timed processes' niceness
+[ -n "$niceness" ] && prio=(nice -n "$niceness")
+
 server_pid=""
 stop_server() {
   [ -n "$server_pid" ] || return 0
@@ -166,13 +172,13 @@ start_server() {
   fi
   case "$name" in
     inferkit)
-      "$serve" --model "$model" --model-name "$model_name" --host 127.0.0.1 --port "$p" \
+      "${prio[@]}" "$serve" --model "$model" --model-name "$model_name" --host 127.0.0.1 --port "$p" \
         --threads "$threads" >"$log" 2>&1 9>&- &
       ;;
     llamacpp)
       # 32 slots with continuous batching; the context is shared among them (1024 tokens
       # each), enough for the longest prompt plus 128 tokens.
-      "$llama_server" -m "$model" --alias "$model_name" --host 127.0.0.1 --port "$p" \
+      "${prio[@]}" "$llama_server" -m "$model" --alias "$model_name" --host 127.0.0.1 --port "$p" \
         -t "$threads" -tb "$threads" -c 32768 --parallel 32 -cb --no-webui >"$log" 2>&1 9>&- &
       ;;
   esac
@@ -193,7 +199,7 @@ take_bench_lock() {
   echo "== waiting for /tmp/inferkit-bench.lock"
   exec 9>/tmp/inferkit-bench.lock
   flock 9
-  echo "uptime before: $(uptime)"
+  echo "uptime before: $(uptime)${niceness:+ (timed processes at nice $niceness)}"
   local load
   load=$(cut -d' ' -f1 /proc/loadavg)
   if awk -v l="$load" -v n="$(nproc)" 'BEGIN { exit !(l > n / 3) }'; then
@@ -213,7 +219,7 @@ if [ "$soak" -gt 0 ]; then
   start_server inferkit "$port"
   "${helper[@]}" warmup --url "http://127.0.0.1:$port" --model "$model_name"
   status=0
-  "${helper[@]}" soak --url "http://127.0.0.1:$port" --model "$model_name" --pid "$server_pid" \
+  "${prio[@]}" "${helper[@]}" soak --url "http://127.0.0.1:$port" --model "$model_name" --pid "$server_pid" \
     --seconds "$soak" --warmup-seconds $((soak >= 300 ? 60 : soak / 5)) \
     --out "$work/soak.json" || status=$?
   stop_server
@@ -263,7 +269,7 @@ for round in $(seq 1 "$rounds"); do
           "request_format": "/v1/completions", "extras": {"body": {"temperature": %s}}}' \
           "$p" "$model_name" "$temperature")
         t0=$(date +%s)
-        "$guidellm" run --backend "$backend" --profile "kind=concurrent,streams=$c" \
+        "${prio[@]}" "$guidellm" run --backend "$backend" --profile "kind=concurrent,streams=$c" \
           --constraint "kind=max_requests,count=$n" \
           --data "kind=json_file,path=$work/prompts/$dataset-c$c.jsonl" \
           --output "kind=json,path=$runs/$name.json" --disable-console-interactive \
@@ -281,7 +287,7 @@ wall_s=$(($(date +%s) - start))
 BENCH_CPU_LOAD_BEFORE=$loadavg_before BENCH_MODEL=$model BENCH_SERVERS=$servers \
   BENCH_CONCURRENCY="${CONCURRENCY[*]}" BENCH_COUNTS="${counts[*]}" BENCH_OUT_TOKENS=$out_tokens \
   BENCH_TEMPERATURE=$temperature BENCH_ROUNDS=$rounds BENCH_THREADS=$threads BENCH_QUICK=$quick \
-  BENCH_WALL_S=$wall_s BENCH_GUIDELLM=$GUIDELLM_VERSION BENCH_LLAMACPP=$llamacpp_version \
+  BENCH_WALL_S=$wall_s BENCH_GUIDELLM=$GUIDELLM_VERSION BENCH_LLAMACPP=$llamacpp_version BENCH_NICE=$niceness \
   python3 - "$work/meta.json" <<'EOF'
 import json, os, subprocess, sys
 e = os.environ
@@ -296,7 +302,8 @@ commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_outp
 t = e["BENCH_THREADS"]
 meta = {
     "command": "scripts/bench-serve.sh" + (" --quick" if e["BENCH_QUICK"] == "1" else "")
-               + f" --rounds {e['BENCH_ROUNDS']} --threads {t} --servers {e['BENCH_SERVERS']}",
+               + f" --rounds {e['BENCH_ROUNDS']} --threads {t} --servers {e['BENCH_SERVERS']}"
+               + (f" --nice {e['BENCH_NICE']}" if e["BENCH_NICE"] else ""),
     "host": {"cpu": cpu, "avx512f": "avx512f" in flags,
              "amx": "amx_tile" in flags and "amx_int8" in flags, "cpus": os.cpu_count(),
              "loadavg_before": e["BENCH_CPU_LOAD_BEFORE"],
