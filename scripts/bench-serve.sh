@@ -9,7 +9,7 @@
 #
 # NOT run by CI: it builds llama-server (15-25 minutes on 2 cores) and installs GuideLLM
 # (about 90 s, pulls torch) the first time, both OUTSIDE the checkout and cached there; a default
-# run then takes about 15 minutes, `--quick` about 3.
+# run then takes about 13 minutes on a quiet 2-core machine (40 on a busy one), `--quick` about 4.
 #
 #   scripts/bench-serve.sh [--quick] [--rounds N] [--threads N] [--out FILE] [--no-build]
 #                          [--servers inferkit,llamacpp] [--port N] [--nice N]
