@@ -627,8 +627,8 @@ class Server {
             bool done = true;
             for (std::size_t i = 0; i < handles->size(); ++i) {
               if (all[i].finished) continue;
-              append(all[i], (*handles)[i]->next(std::chrono::milliseconds(
-                                 100 / static_cast<int>(handles->size()) + 1)));
+              all[i].append((*handles)[i]->next(
+                  std::chrono::milliseconds(100 / static_cast<int>(handles->size()) + 1)));
               done = done && all[i].finished;
             }
             if (done) break;
@@ -643,20 +643,6 @@ class Server {
           return true;
         },
         cancel_all);
-  }
-
-  static void append(inferkit::CompletionUpdate& all, inferkit::CompletionUpdate u) {
-    all.tokens.insert(all.tokens.end(), u.tokens.begin(), u.tokens.end());
-    all.text += u.text;
-    for (auto& lp : u.logprobs) all.logprobs.push_back(std::move(lp));
-    if (u.finished) {
-      all.finished = true;
-      all.end = u.end;
-      all.stop_string = std::move(u.stop_string);
-      all.prompt_tokens = u.prompt_tokens;
-      all.cached_prompt_tokens = u.cached_prompt_tokens;
-      all.completion_tokens = u.completion_tokens;
-    }
   }
 
   // Usage of all choices: the prompt once (it was computed once), every choice's tokens.

@@ -17,7 +17,7 @@
 #include <string>
 #include <tests/support/error_code.hpp>
 #include <tests/support/json_lines.hpp>
-#include <tests/support/model_files.hpp>
+#include <tests/support/smollm2.hpp>
 #include <vector>
 
 #if INFERKIT_HAS_OPENMP
@@ -38,28 +38,6 @@ constexpr int kScale = 1;
 constexpr int kSpecPrompts = 8;
 constexpr int kBatchRequests = 32;
 #endif
-
-struct Loaded {
-  GgufFile file;
-  LlamaModel model;
-  BpeTokenizer tokenizer;
-  explicit Loaded(const std::string& path)
-      : file(GgufFile::open(path)), model(file), tokenizer(BpeTokenizer::from_gguf(file)) {}
-};
-
-const Loaded* smollm2() {
-  static const std::optional<std::string> path = test::smollm2_path();
-  if (!path) return nullptr;
-  static const Loaded loaded(*path);
-  return &loaded;
-}
-
-#define INFERKIT_NEED_MODEL(m)                                         \
-  const Loaded* m = smollm2();                                         \
-  if (m == nullptr) {                                                  \
-    WARN("SmolLM2 not fetched (run scripts/fetch-model.sh): skipped"); \
-    return;                                                            \
-  }
 
 EngineOptions options(bool prefix_cache, bool spec) {
   EngineOptions o;
@@ -118,7 +96,7 @@ TEST_CASE("Engine: greedy generation equals an exact fp64 forward, and follows l
   // with the top-2 margin of each step). Ours must take the fp64 forward's every token until a
   // near-tie; llama.cpp's 8-bit activations flip some larger margins, and where it leaves the
   // fp64 path, ours is expected to leave llama.cpp's.
-  INFERKIT_NEED_MODEL(m);
+  INFERKIT_NEED_SMOLLM2(m);
   const auto load = [](const char* file, const char* key) {
     std::vector<std::vector<TokenId>> rows;
     for (const test::JsonValue& r : test::read_json_lines(test::source_path(file))) {
@@ -168,7 +146,7 @@ TEST_CASE("Engine: greedy generation equals an exact fp64 forward, and follows l
 }
 
 TEST_CASE("Engine: speculative decoding changes no greedy token", "[engine][engine]") {
-  INFERKIT_NEED_MODEL(m);
+  INFERKIT_NEED_SMOLLM2(m);
   const auto prompts = prompts_of(m->tokenizer, kSpecPrompts);
   EngineStats spec_stats;
   const auto plain = serve(m->model, options(false, false), prompts, 40 / kScale);
@@ -179,7 +157,7 @@ TEST_CASE("Engine: speculative decoding changes no greedy token", "[engine][engi
 }
 
 TEST_CASE("Engine: prefix-cache hits change no output", "[engine][engine]") {
-  INFERKIT_NEED_MODEL(m);
+  INFERKIT_NEED_SMOLLM2(m);
   // Requests sharing a long system prompt, one after another so later ones hit the cache.
   const std::vector<TokenId> system = m->tokenizer.encode(
       "<|im_start|>system\nYou are a careful assistant who answers in one short paragraph, "
@@ -215,7 +193,7 @@ TEST_CASE("Engine: prefix-cache hits change no output", "[engine][engine]") {
 
 TEST_CASE("Engine: a request's tokens are the same alone, in a batch and at any thread count",
           "[engine][engine]") {
-  INFERKIT_NEED_MODEL(m);
+  INFERKIT_NEED_SMOLLM2(m);
   const int n = kBatchRequests;
   const auto prompts = prompts_of(m->tokenizer, n);
   const std::int64_t len = 16 / kScale;
@@ -236,7 +214,7 @@ TEST_CASE("Engine: a request's tokens are the same alone, in a batch and at any 
 }
 
 TEST_CASE("Engine: streaming hands out every output token once, in order", "[engine][engine]") {
-  INFERKIT_NEED_MODEL(m);
+  INFERKIT_NEED_SMOLLM2(m);
   Engine engine(m->model, options(true, true));
   std::map<RequestId, std::vector<TokenId>> streamed;
   engine.set_token_callback([&](RequestId id, std::span<const TokenId> tokens) {
@@ -253,7 +231,7 @@ TEST_CASE("Engine: streaming hands out every output token once, in order", "[eng
 }
 
 TEST_CASE("Engine: bad input is an Error and changes nothing", "[engine][engine]") {
-  INFERKIT_NEED_MODEL(m);
+  INFERKIT_NEED_SMOLLM2(m);
   Engine engine(m->model, options(true, false));
   CHECK(test::code_of([&] { (void)engine.submit({}); }) == ErrorCode::kInvalidArgument);
   CHECK(test::code_of([&] { (void)engine.submit({1, 49152}); }) == ErrorCode::kInvalidArgument);
@@ -268,7 +246,7 @@ TEST_CASE(
     "Engine: submit_n members each output what their seed outputs alone, from one prefill of the "
     "prompt",
     "[engine][engine]") {
-  INFERKIT_NEED_MODEL(m);
+  INFERKIT_NEED_SMOLLM2(m);
   // Prompts ending exactly at a page boundary (32 tokens, pages of 16) and mid-page (37): the
   // members share every prompt page, and copy the partial one when they first write to it.
   std::vector<TokenId> text;
@@ -332,7 +310,7 @@ TEST_CASE(
     "Engine: submit_n members end on their own; aborting the first before its prefill "
     "ends the rest",
     "[engine][engine]") {
-  INFERKIT_NEED_MODEL(m);
+  INFERKIT_NEED_SMOLLM2(m);
   const std::vector<TokenId> prompt = prompts_of(m->tokenizer, 1)[0];
   const std::vector<std::uint64_t> seeds = {1, 2, 3};
   GenerationParams gp;

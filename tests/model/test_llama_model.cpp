@@ -13,7 +13,7 @@
 #include <inferkit/model/llama_model.hpp>
 #include <optional>
 #include <tests/support/json_lines.hpp>
-#include <tests/support/model_files.hpp>
+#include <tests/support/smollm2.hpp>
 #include <tests/support/teacher_forced.hpp>
 #include <vector>
 
@@ -22,13 +22,10 @@ namespace {
 using namespace inferkit;
 using test::teacher_forced;
 
-// The model file, or nullopt (then the test says so and passes: scripts/test.sh fetches it).
+// The model, or nullptr (then the test says so and passes: scripts/test.sh fetches it).
 const LlamaModel* smollm2() {
-  static const std::optional<std::string> path = test::smollm2_path();
-  if (!path) return nullptr;
-  static const GgufFile file = GgufFile::open(*path);
-  static const LlamaModel model(file);
-  return &model;
+  const test::LoadedSmolLM2* loaded = test::smollm2();
+  return loaded == nullptr ? nullptr : &loaded->model;
 }
 
 // log-softmax of one row, in double.

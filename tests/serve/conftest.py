@@ -37,7 +37,7 @@ class Server:
         self.proc = subprocess.Popen(
             [SERVE_BIN, "--port", str(self.port), *[x for kv in options.items() for x in kv]],
             stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 60
+        deadline = time.time() + 120  # a loaded machine loads the model slowly
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"serve exited with {self.proc.returncode}: {self.output()}")

@@ -61,6 +61,18 @@ def gauge(values, name):
     return next(v for k, v in values.items() if k.startswith("inferkit:" + name + "{"))
 
 
+def settled_metrics(server, *zero_gauges, seconds=120):
+    """The /metrics text and values once every gauge in `zero_gauges` reads 0 (the engine thread
+    publishes them after its step), or the last reading after `seconds`: the caller asserts. The
+    wait is long because it only bounds a hang; a loaded CI machine steps slowly."""
+    deadline = time.time() + seconds
+    while True:
+        text, v = metrics(server)
+        if all(gauge(v, g) == 0 for g in zero_gauges) or time.time() >= deadline:
+            return text, v
+        time.sleep(0.2)
+
+
 # ---- outputs ------------------------------------------------------------------------------------
 
 
@@ -370,12 +382,7 @@ def test_disconnect_mid_stream_cancels_the_request(server, client):
                f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
     s.recv(4096)  # the headers and the first events
     s.close()
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        _, v = metrics(server)
-        if gauge(v, "num_requests_running") == 0:
-            break
-        time.sleep(0.2)
+    _, v = settled_metrics(server, "num_requests_running")
     assert gauge(v, "num_requests_running") == 0
     assert complete(client, PROMPTS[3], max_tokens=8).choices[0].finish_reason
 
@@ -387,12 +394,7 @@ def test_disconnect_while_waiting_cancels_a_non_streamed_request(server):
                f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
     time.sleep(0.5)
     s.close()
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        _, v = metrics(server)
-        if gauge(v, "num_requests_running") == 0:
-            break
-        time.sleep(0.2)
+    _, v = settled_metrics(server, "num_requests_running")
     assert gauge(v, "num_requests_running") == 0
 
 
@@ -430,12 +432,7 @@ def test_soak_with_random_cancellations_leaves_nothing_held(server, client):
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
         total = sum(pool.map(one, [rng.randrange(1 << 30) for _ in range(16)]))
     assert total > 16
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        text, v = metrics(server)
-        if gauge(v, "num_requests_running") == 0 and gauge(v, "kv_cache_pages_used") == 0:
-            break
-        time.sleep(0.2)
+    text, v = settled_metrics(server, "num_requests_running", "kv_cache_pages_used")
     assert gauge(v, "num_requests_running") == 0
     assert gauge(v, "num_requests_waiting") == 0
     assert gauge(v, "kv_cache_pages_used") == 0  # only the prefix cache holds pages

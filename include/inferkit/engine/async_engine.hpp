@@ -66,6 +66,22 @@ struct CompletionUpdate {
   std::int64_t prompt_tokens = 0;            ///< the prompt's length
   std::int64_t cached_prompt_tokens = 0;     ///< served by the prefix cache
   std::int64_t completion_tokens = 0;        ///< output tokens in all (a stop token included)
+
+  /// Adds a later update `later` of the same request: its tokens, text and log-probabilities
+  /// follow these, and a final `later` sets the summary. Folding every update of a handle into
+  /// one, in order, gives the whole completion.
+  void append(CompletionUpdate&& later) {
+    tokens.insert(tokens.end(), later.tokens.begin(), later.tokens.end());
+    text += later.text;
+    for (TokenLogprobs& lp : later.logprobs) logprobs.push_back(std::move(lp));
+    if (!later.finished) return;
+    finished = true;
+    end = later.end;
+    stop_string = std::move(later.stop_string);
+    prompt_tokens = later.prompt_tokens;
+    cached_prompt_tokens = later.cached_prompt_tokens;
+    completion_tokens = later.completion_tokens;
+  }
 };
 
 /// The most completions of one prompt `AsyncEngine::submit_n` takes (OpenAI's `n`).
@@ -417,21 +433,11 @@ class AsyncEngine {
 
   // Engine thread: appends `add` to the handle's pending update and wakes its client.
   static void publish(Live& l, CompletionUpdate add, bool final) {
+    add.finished = final;
     {
       std::lock_guard lock(l.state->mu);
-      CompletionUpdate& p = l.state->pending;
-      p.tokens.insert(p.tokens.end(), add.tokens.begin(), add.tokens.end());
-      p.text += add.text;
-      for (TokenLogprobs& lp : add.logprobs) p.logprobs.push_back(std::move(lp));
-      if (final) {
-        p.finished = true;
-        p.end = add.end;
-        p.stop_string = std::move(add.stop_string);
-        p.prompt_tokens = add.prompt_tokens;
-        p.cached_prompt_tokens = add.cached_prompt_tokens;
-        p.completion_tokens = add.completion_tokens;
-        l.state->finished = true;
-      }
+      l.state->pending.append(std::move(add));
+      if (final) l.state->finished = true;
     }
     l.state->cv.notify_all();
   }
