@@ -4,8 +4,8 @@
 # 1. checks formatting (clang-format), 2. builds the API reference with Doxygen, every warning an
 # error (scripts/docs.sh: an undocumented public name fails), 3. builds the dev preset (-Werror,
 # header self-containment check) and runs every test, including the package consumers,
-# then runs the server's pytest suite against build/dev/examples/serve, and the engine's tests
-# (the thread-safe serving front) under ThreadSanitizer,
+# then runs the server's pytest suite against build/dev/examples/serve, and the serving front's
+# concurrency tests (many clients, cancellation, drain) under ThreadSanitizer,
 # 4. builds and runs the tests again under AddressSanitizer + UBSan, 5. runs clang-tidy on a
 # chosen set of units, 6. fuzzes the parsers of untrusted input (scripts/fuzz.sh: libFuzzer with
 # ASan + UBSan, a short run each), 7. on x86-64, cross-builds a subset of the attention and KV
@@ -33,9 +33,12 @@ failed=0
 skipped=0
 # counts: the closing line in the plain form CI reads (counts alone on the line).
 counts() { echo "${passed} passed, ${failed} failed, ${skipped} skipped"; }
+# slowest: where the time went, the slowest translation units and tests of each build so far.
+slowest() { python3 scripts/ci_slowest.py build/dev build/tsan build/asan || true; }
 # fail <what>: says what failed, prints the counts so far, and stops.
 fail() {
   echo "$1 failed"
+  slowest
   counts
   exit 1
 }
@@ -94,7 +97,7 @@ passed=$((passed + ${serve_passed:-0}))
 failed=$((failed + ${serve_failed:-0}))
 if [ "$serve_rc" -ne 0 ] || [ "${serve_passed:-0}" -eq 0 ]; then fail "pytest tests/serve"; fi
 
-phase "tsan preset: the engine's tests (the serving front) under ThreadSanitizer"
+phase "tsan preset: the serving front's concurrency tests under ThreadSanitizer"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan
 run_ctest tsan
@@ -157,5 +160,6 @@ else
   phase "cuda preset: skipped (no nvcc on this machine)"
 fi
 
+slowest
 echo "test.sh finished in $(($(date +%s) - start)) s"
 counts
