@@ -22,6 +22,27 @@ TEST_CASE("check_arg: names the argument and the value and the limit", "[core][e
                     "inferkit: invalid argument: model = 'gpt-5' is not one of 'the presets'");
 }
 
+TEST_CASE("check_arg: a callable argument name is built only when the check fails",
+          "[core][error]") {
+  int built = 0;
+  const auto name = [&] {
+    ++built;
+    return "drafts[" + std::to_string(7) + "]";
+  };
+  for (int i = 0; i < 100; ++i) {
+    inferkit::check_arg(i >= 0, ErrorCode::kInvalidArgument, name, i, "must be >=", 0);
+  }
+  CHECK(built == 0);  // passing checks format nothing
+  CHECK_THROWS_WITH(
+      inferkit::check_arg(-3 >= 0, ErrorCode::kInvalidArgument, name, -3, "must be >=", 0),
+      "inferkit: invalid argument: drafts[7] = -3 must be >= 0");
+  CHECK(built == 1);
+  // A std::string name (built by the caller) still works.
+  CHECK_THROWS_WITH(
+      inferkit::check_arg(false, ErrorCode::kOutOfRange, std::string("n"), 2, "must be <", 1),
+      "inferkit: out of range: n = 2 must be < 1");
+}
+
 TEST_CASE("INFERKIT_CHECK: throws with the condition text and location", "[core][error]") {
   const int block = 9;
   try {

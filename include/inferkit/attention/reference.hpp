@@ -31,8 +31,12 @@ struct AttentionShape {
 namespace detail {
 
 inline void check_span_size(std::string_view name, std::size_t actual, std::int64_t expected) {
-  check_arg(static_cast<std::int64_t>(actual) == expected, ErrorCode::kInvalidArgument,
-            std::string(name) + ".size()", actual, "must equal", expected);
+  check_arg(
+      static_cast<std::int64_t>(actual) == expected, ErrorCode::kInvalidArgument,
+      [&] {
+        return detail::concat({name, ".size()"});
+      },
+      actual, "must equal", expected);
 }
 
 }  // namespace detail

@@ -95,16 +95,38 @@ std::string to_message(const T& value) {
   return text;
 }
 
+/// The name of an argument for a message: text as is, or what a callable returns (a name built
+/// from an index, formatted only when a check fails).
+template <class A>
+std::string argument_name(const A& argument) {
+  if constexpr (std::is_invocable_v<const A&>) {
+    return std::string(argument());
+  } else {
+    return std::string(std::string_view(argument));
+  }
+}
+
+/// check_arg's failure path, out of line and marked cold, so a passing check costs one branch.
+template <class A, class V, class L>
+[[noreturn, gnu::cold, gnu::noinline]] void fail_arg(ErrorCode code, const A& argument,
+                                                     const V& value, std::string_view relation,
+                                                     const L& limit) {
+  throw_error(code, concat({argument_name(argument), " = ", to_message(value), " ", relation, " ",
+                            to_message(limit)}));
+}
+
 }  // namespace detail
 
 /// Throws `Error{code}` with "<argument> = <value> <relation> <limit>" style messages:
 /// `check_arg(n <= cap, ErrorCode::kOutOfRange, "n", n, "must be <= capacity", cap)`.
-template <class V, class L>
-inline void check_arg(bool ok, ErrorCode code, std::string_view argument, const V& value,
+/// Nothing is formatted unless the check fails. `argument` is text, or a callable returning the
+/// name when it depends on an index, so that a passing check in a loop builds no string:
+/// `check_arg(p[i] >= 0, code, [&] { return "p[" + std::to_string(i) + "]"; }, p[i], …)`.
+template <class A, class V, class L>
+inline void check_arg(bool ok, ErrorCode code, const A& argument, const V& value,
                       std::string_view relation, const L& limit) {
-  if (!ok) {
-    detail::throw_error(code, detail::concat({argument, " = ", detail::to_message(value), " ",
-                                              relation, " ", detail::to_message(limit)}));
+  if (!ok) [[unlikely]] {
+    detail::fail_arg(code, argument, value, relation, limit);
   }
 }
 

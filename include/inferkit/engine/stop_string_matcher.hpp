@@ -34,7 +34,8 @@ class StopStringMatcher {
     for (std::size_t i = 0; i < stops_.size(); ++i) {
       check_arg(
           !stops_[i].empty() && stops_[i].size() <= kMaxStopStringBytes,
-          ErrorCode::kInvalidArgument, "stop[" + std::to_string(i) + "].size()", stops_[i].size(),
+          ErrorCode::kInvalidArgument, [&] { return "stop[" + std::to_string(i) + "].size()"; },
+          stops_[i].size(),
           "must be in [1, kMaxStopStringBytes] with kMaxStopStringBytes =", kMaxStopStringBytes);
       longest_ = std::max(longest_, stops_[i].size());
     }

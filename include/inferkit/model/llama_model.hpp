@@ -217,9 +217,10 @@ class LlamaModel {
           "tensor " + name + " must be an f32 vector of " + std::to_string(size) + " elements");
     }
     const std::byte* data = file.tensor_data(*t).data();
-    check_arg(reinterpret_cast<std::uintptr_t>(data) % alignof(float) == 0,
-              ErrorCode::kInvalidArgument, "tensor data alignment of " + name,
-              reinterpret_cast<std::uintptr_t>(data) % alignof(float), "must be", 0);
+    check_arg(
+        reinterpret_cast<std::uintptr_t>(data) % alignof(float) == 0, ErrorCode::kInvalidArgument,
+        [&] { return "tensor data alignment of " + name; },
+        reinterpret_cast<std::uintptr_t>(data) % alignof(float), "must be", 0);
     return reinterpret_cast<const float*>(data);
   }
 

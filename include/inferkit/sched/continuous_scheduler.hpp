@@ -208,8 +208,9 @@ class ContinuousScheduler {
                    "propose_drafts: request " + std::to_string(id) + " is " +
                        std::string(to_string(r.state)) + ", not running");
     for (std::size_t i = 0; i < drafts.size(); ++i) {
-      check_arg(drafts[i] >= 0, ErrorCode::kInvalidArgument, "drafts[" + std::to_string(i) + "]",
-                drafts[i], "must be >=", 0);
+      check_arg(
+          drafts[i] >= 0, ErrorCode::kInvalidArgument,
+          [&] { return "drafts[" + std::to_string(i) + "]"; }, drafts[i], "must be >=", 0);
     }
     r.drafts.assign(drafts.begin(), drafts.end());
   }

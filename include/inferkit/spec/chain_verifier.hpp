@@ -275,9 +275,12 @@ inline std::size_t verify_chain(std::span<const std::int32_t> draft_tokens,
             out_tokens.size(), "must be >= K + 1 =", k + 1);
   for (std::size_t i = 0; i < k; ++i) {
     const std::int32_t t = draft_tokens[i];
-    check_arg(t >= 0 && static_cast<std::size_t>(t) < vocab, ErrorCode::kOutOfRange,
-              detail::concat({"draft_tokens[", std::to_string(i), "]"}), t,
-              "must be in [0, vocab) with vocab =", vocab);
+    check_arg(
+        t >= 0 && static_cast<std::size_t>(t) < vocab, ErrorCode::kOutOfRange,
+        [&] {
+          return detail::concat({"draft_tokens[", std::to_string(i), "]"});
+        },
+        t, "must be in [0, vocab) with vocab =", vocab);
   }
   Rng trial = rng;  // advanced only when the round succeeds
   const detail::ChainRound round = detail::verify_chain_row(
@@ -329,12 +332,14 @@ inline void verify_chain_batch(const ChainBatch& batch, VerifyMode mode, std::sp
             batch.draft_offsets[0], "must equal", 0);
   const std::size_t num_seqs = batch.num_seqs();
   for (std::size_t s = 0; s < num_seqs; ++s) {
-    check_arg(batch.draft_offsets[s + 1] >= batch.draft_offsets[s], ErrorCode::kInvalidArgument,
-              detail::concat({"batch.draft_offsets[", std::to_string(s + 1), "] (end of ",
-                              detail::sequence_name(s), ")"}),
-              batch.draft_offsets[s + 1],
-              detail::concat({"must be >= its start draft_offsets[", std::to_string(s), "] ="}),
-              batch.draft_offsets[s]);
+    if (batch.draft_offsets[s + 1] < batch.draft_offsets[s]) [[unlikely]] {
+      check_arg(false, ErrorCode::kInvalidArgument,
+                detail::concat({"batch.draft_offsets[", std::to_string(s + 1), "] (end of ",
+                                detail::sequence_name(s), ")"}),
+                batch.draft_offsets[s + 1],
+                detail::concat({"must be >= its start draft_offsets[", std::to_string(s), "] ="}),
+                batch.draft_offsets[s]);
+    }
   }
   const auto total = static_cast<std::size_t>(batch.draft_offsets[num_seqs]);
   check_arg(batch.draft_tokens.size() == total, ErrorCode::kInvalidArgument,
@@ -356,10 +361,13 @@ inline void verify_chain_batch(const ChainBatch& batch, VerifyMode mode, std::sp
     for (auto i = static_cast<std::size_t>(batch.draft_offsets[s]);
          i < static_cast<std::size_t>(batch.draft_offsets[s + 1]); ++i) {
       const std::int32_t t = batch.draft_tokens[i];
-      check_arg(t >= 0 && static_cast<std::size_t>(t) < vocab, ErrorCode::kOutOfRange,
-                detail::concat({"batch.draft_tokens[", std::to_string(i), "] (",
-                                detail::sequence_name(s), ")"}),
-                t, "must be in [0, vocab) with vocab =", vocab);
+      check_arg(
+          t >= 0 && static_cast<std::size_t>(t) < vocab, ErrorCode::kOutOfRange,
+          [&] {
+            return detail::concat(
+                {"batch.draft_tokens[", std::to_string(i), "] (", detail::sequence_name(s), ")"});
+          },
+          t, "must be in [0, vocab) with vocab =", vocab);
     }
   }
   const float* q = batch.draft_probs.empty() ? nullptr : batch.draft_probs.data();

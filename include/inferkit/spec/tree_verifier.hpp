@@ -193,9 +193,12 @@ inline TreeRound walk_sampled(const TokenTree& tree, const float* p_rows, const 
 inline void check_tree_tokens(const TokenTree& tree, std::size_t vocab, std::string_view where) {
   const auto tokens = tree.tokens();
   for (std::size_t i = 0; i < tokens.size(); ++i) {
-    check_arg(static_cast<std::size_t>(tokens[i]) < vocab, ErrorCode::kOutOfRange,
-              concat({where, "tree token of node ", std::to_string(i)}), tokens[i],
-              "must be < vocab =", vocab);
+    check_arg(
+        static_cast<std::size_t>(tokens[i]) < vocab, ErrorCode::kOutOfRange,
+        [&] {
+          return concat({where, "tree token of node ", std::to_string(i)});
+        },
+        tokens[i], "must be < vocab =", vocab);
   }
 }
 
@@ -318,11 +321,13 @@ inline void verify_tree_batch(const TreeBatch& batch, VerifyMode mode, std::span
             batch.row_offsets[0], "must equal", 0);
   for (std::size_t s = 0; s < num_seqs; ++s) {
     const auto rows = static_cast<std::int64_t>(batch.trees[s].size()) + 1;
-    check_arg(batch.row_offsets[s + 1] - batch.row_offsets[s] == rows, ErrorCode::kInvalidArgument,
-              detail::concat({"batch.row_offsets[", std::to_string(s + 1), "] - row_offsets[",
-                              std::to_string(s), "] (rows of ", detail::sequence_name(s), ")"}),
-              batch.row_offsets[s + 1] - batch.row_offsets[s],
-              "must equal trees[s].size() + 1 =", rows);
+    check_arg(
+        batch.row_offsets[s + 1] - batch.row_offsets[s] == rows, ErrorCode::kInvalidArgument,
+        [&] {
+          return detail::concat({"batch.row_offsets[", std::to_string(s + 1), "] - row_offsets[",
+                                 std::to_string(s), "] (rows of ", detail::sequence_name(s), ")"});
+        },
+        batch.row_offsets[s + 1] - batch.row_offsets[s], "must equal trees[s].size() + 1 =", rows);
     detail::check_tree_tokens(batch.trees[s], vocab,
                               detail::concat({detail::sequence_name(s), ": "}));
   }

@@ -133,8 +133,12 @@ INFERKIT_HOST_DEVICE INFERKIT_FORCEINLINE void merge_row(
 }
 
 inline void check_merge_size(std::string_view name, std::size_t actual, std::int64_t expected) {
-  check_arg(static_cast<std::int64_t>(actual) == expected, ErrorCode::kInvalidArgument,
-            std::string(name) + ".size()", actual, "must equal", expected);
+  check_arg(
+      static_cast<std::int64_t>(actual) == expected, ErrorCode::kInvalidArgument,
+      [&] {
+        return detail::concat({name, ".size()"});
+      },
+      actual, "must equal", expected);
 }
 
 /// Checks the arguments of merge_states (any backend; sizes only) and returns the row count.
