@@ -66,6 +66,10 @@ mapfile -t sources < <(git ls-files -co --exclude-standard -- include tests benc
   grep -E '\.(hpp|cpp|cuh|cu)$')
 clang-format --dry-run -Werror "${sources[@]}"
 
+phase "docs: README length, relative links and anchors, paths in backticks (scripts/check-docs.py)"
+python3 scripts/check-docs.py || fail "scripts/check-docs.py"
+passed=$((passed + 1))
+
 phase "doxygen: the API reference, warnings are errors"
 bash scripts/docs.sh || fail "doxygen (scripts/docs.sh)"
 
