@@ -471,6 +471,76 @@ TEST_CASE("ContinuousScheduler: a request that can never fit finishes with a rea
   CHECK(pool.num_used_blocks() == 0);
 }
 
+TEST_CASE("ContinuousScheduler: max_model_len and the pool minus the watermark, at their edges",
+          "[sched][continuous_scheduler]") {
+  // Drives one request to its end; returns its outcome.
+  const auto run_alone = [](ContinuousScheduler<>& sched, FakeEngine& engine, Request r) {
+    sched.add(std::move(r));
+    for (int step = 0; step < 200 && sched.has_unfinished(); ++step) {
+      const StepPlan& p = sched.schedule(step);
+      if (!p.empty()) sched.commit(engine.run(p), step + 0.5);
+    }
+    std::vector<RequestOutcome> done = sched.take_finished();
+    REQUIRE(done.size() == 1);
+    return done[0];
+  };
+  SECTION("a prompt of max_model_len - 1 emits one token; one of max_model_len is refused") {
+    BlockAllocator pool(64, 4);
+    SchedulerConfig config;
+    config.max_model_len = 8;
+    ContinuousScheduler<> sched(pool, nullptr, config);
+    FakeEngine engine(64, 4, kVocab);
+    Request fits;
+    fits.id = 1;
+    fits.prompt.assign(7, 3);
+    fits.max_new_tokens = 100;
+    const RequestOutcome a = run_alone(sched, engine, fits);
+    CHECK(a.reason == FinishReason::kLength);
+    CHECK(a.output.size() == 1);  // 7 + 1 = max_model_len
+    Request too_long;
+    too_long.id = 2;
+    too_long.prompt.assign(8, 3);
+    sched.add(too_long);
+    const std::vector<RequestOutcome> refused = sched.take_finished();
+    REQUIRE(refused.size() == 1);
+    CHECK(refused[0].reason == FinishReason::kExceedsCapacity);
+    CHECK(refused[0].output.empty());
+    CHECK(pool.num_used_blocks() == 0);
+  }
+  SECTION("capacity is the pool minus the watermark, for each reservation") {
+    // 20 blocks of 4 tokens, watermark 0.1: 2 blocks kept back, 18 blocks = 72 tokens admit.
+    for (const KvReservation reservation : {KvReservation::kOnDemand, KvReservation::kExact}) {
+      CAPTURE(static_cast<int>(reservation));
+      BlockAllocator pool(20, 4);
+      SchedulerConfig config;
+      config.watermark = 0.1;
+      config.reservation = reservation;
+      ContinuousScheduler<> sched(pool, nullptr, config);
+      FakeEngine engine(20, 4, kVocab);
+      // kOnDemand admits on the prompt (72 tokens); kExact on prompt + output (68 + 4).
+      const std::int64_t max_new = reservation == KvReservation::kExact ? 4 : 1;
+      Request edge;
+      edge.id = 1;
+      edge.prompt.assign(static_cast<std::size_t>(72 - (max_new == 1 ? 0 : max_new)), 5);
+      edge.max_new_tokens = max_new;
+      const RequestOutcome a = run_alone(sched, engine, edge);
+      CHECK(a.reason == FinishReason::kLength);
+      CHECK(a.output.size() == static_cast<std::size_t>(max_new));
+      Request over = edge;  // 4 tokens (one block) more: 19 blocks, though the pool has 20
+      over.id = 2;
+      over.prompt.insert(over.prompt.end(), 4, 6);
+      sched.add(over);
+      const std::vector<RequestOutcome> refused = sched.take_finished();
+      REQUIRE(refused.size() == 1);
+      CHECK(refused[0].reason == FinishReason::kExceedsCapacity);
+      CHECK(pool.num_used_blocks() == 0);
+      config.watermark = 0.0;  // without the watermark the same request runs
+      ContinuousScheduler<> open(pool, nullptr, config);
+      CHECK(run_alone(open, engine, over).reason == FinishReason::kLength);
+    }
+  }
+}
+
 TEST_CASE("ContinuousScheduler: prefix matches never cross cache namespaces",
           "[sched][continuous_scheduler]") {
   BlockAllocator pool(64, 4);

@@ -148,8 +148,10 @@ class ContinuousScheduler {
 
   // ---- requests ----
 
-  /// Queues `request`. A request that can never fit (prompt longer than max_model_len, or more
-  /// KV than the pool can hold) finishes at once with kExceedsCapacity. O(prompt + log waiting).
+  /// Queues `request`. A request that can never fit finishes at once with kExceedsCapacity: a
+  /// prompt of max_model_len tokens or more (it must still emit a token), more KV than the pool
+  /// minus the watermark holds, or, without chunked prefill, a prompt over the step's token
+  /// budget. O(prompt + log waiting).
   /// Throws `Error{kInvalidArgument}` for an invalid request (see `validate(Request)`) or an id
   /// already held; `Error{kInvalidState}` while a step is in flight.
   void add(Request request) {

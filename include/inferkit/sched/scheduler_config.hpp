@@ -51,7 +51,10 @@ struct SchedulerConfig {
   /// budget must cover the longest prompt (such a request finishes with kExceedsCapacity).
   bool chunked_prefill = true;
   /// Share of the pool kept free when admitting (vLLM's watermark), in [0, 1): running
-  /// sequences can then grow for a while before anyone is preempted.
+  /// sequences can then grow for a while before anyone is preempted. It is also the capacity
+  /// that "can never fit" is judged against: a request whose KV (its prompt, or its reservation)
+  /// needs more than num_blocks - floor(watermark * num_blocks) blocks finishes with
+  /// kExceedsCapacity, even alone in an empty pool.
   double watermark = 0.01;
   /// Hysteresis after a preemption: until `preemption_headroom_steps` steps pass without one,
   /// a request is admitted only if the running decodes keep room to grow that many steps
@@ -61,9 +64,10 @@ struct SchedulerConfig {
   /// Speculative drafts one sequence may add to a step, >= 0 (more are ignored).
   std::int32_t max_draft_tokens = 16;
   KvReservation reservation = KvReservation::kOnDemand;  ///< KV promised per running request
-  /// Most tokens (prompt + output) one sequence may reach; 0 = unlimited. A longer prompt
-  /// finishes with kExceedsCapacity, output stops (kLength) at the limit. kMaxModelLength
-  /// reserves it for every request and needs it > 0.
+  /// Most tokens (prompt + output) one sequence may reach; 0 = unlimited. Every request emits
+  /// at least one token, so a prompt of max_model_len tokens or more finishes with
+  /// kExceedsCapacity when added (a prompt of max_model_len - 1 runs and emits one token); output
+  /// stops (kLength) at the limit. kMaxModelLength reserves it for every request and needs it > 0.
   std::int64_t max_model_len = 0;
   AdmissionMode admission = AdmissionMode::kContinuous;  ///< when waiting requests may join
   /// Keep a StepMetrics record per step (`step_metrics()`); off saves memory on long runs.
