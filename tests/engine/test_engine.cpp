@@ -171,8 +171,24 @@ TEST_CASE("Engine: prefix-cache hits change no output", "[engine][engine]") {
     p.insert(p.end(), u.begin(), u.end());
     prompts.push_back(p);
   }
+  std::set<BlockId> observed;  // the cached run's blocks, as its prefix-cache events tell
+  std::int64_t pages_cached = -1;
   const auto one_by_one = [&](bool cache) {
     Engine engine(m->model, options(cache, false));
+    if (cache) {
+      (void)engine.add_prefix_observer([&](const PrefixEvent& e) {
+        for (BlockId b : e.blocks) {
+          if (e.kind == PrefixEventKind::kStored) {
+            observed.insert(b);
+          } else {
+            observed.erase(b);
+          }
+        }
+      });
+    } else {
+      CHECK(test::code_of([&] { (void)engine.add_prefix_observer([](const PrefixEvent&) {}); }) ==
+            ErrorCode::kInvalidState);
+    }
     GenerationParams gp;
     gp.max_new_tokens = 24 / kScale;
     gp.stop_at_eos = false;
@@ -182,6 +198,7 @@ TEST_CASE("Engine: prefix-cache hits change no output", "[engine][engine]") {
       engine.run();
       out.push_back(engine.take_finished().at(0).output);
     }
+    if (cache) pages_cached = engine.kv_pages_cached();
     return std::pair(out, engine.scheduler_stats().cached_prompt_tokens);
   };
   const auto [with_cache, hits] = one_by_one(true);
@@ -189,6 +206,9 @@ TEST_CASE("Engine: prefix-cache hits change no output", "[engine][engine]") {
   CHECK(with_cache == without);
   CHECK(hits >= 2 * 32);  // the second and third requests reuse the system prompt's pages
   CHECK(no_hits == 0);
+  // Every cached page is free to evict once all requests finished: the events saw exactly them.
+  CHECK(!observed.empty());
+  CHECK(static_cast<std::int64_t>(observed.size()) == pages_cached);
 }
 
 TEST_CASE("Engine: a request's tokens are the same alone, in a batch and at any thread count",

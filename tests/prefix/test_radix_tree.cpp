@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <string>
 #include <tests/support/block_allocator_peer.hpp>
 #include <tests/support/error_code.hpp>
 #include <vector>
@@ -22,6 +23,8 @@ using inferkit::BlockId;
 using inferkit::Error;
 using inferkit::ErrorCode;
 using inferkit::EvictionPolicy;
+using inferkit::PrefixEvent;
+using inferkit::PrefixEventKind;
 using inferkit::PrefixHandle;
 using inferkit::RadixTree;
 using inferkit::RadixTreeOptions;
@@ -559,6 +562,71 @@ TEST_CASE("RadixTree: allocator reusing a middle block drops the rest of the nod
   a.check_consistency();
 }
 
+TEST_CASE("RadixTree: every observer sees blocks stored and removed, reclaims at the next call",
+          "[prefix][radix_tree]") {
+  BlockAllocator a(12, 1);
+  RadixTree tree(a);
+  CHECK(inferkit::test::code_of([&] { (void)tree.add_observer({}); }) ==
+        ErrorCode::kInvalidArgument);
+  std::vector<std::string> log_a;
+  std::vector<std::string> log_b;
+  const auto describe = [](const PrefixEvent& e) {
+    std::string text = e.kind == PrefixEventKind::kStored ? "stored" : "removed";
+    std::vector<BlockId> blocks(e.blocks.begin(), e.blocks.end());
+    if (e.kind == PrefixEventKind::kRemoved) std::sort(blocks.begin(), blocks.end());
+    for (BlockId b : blocks) text += " " + std::to_string(b);
+    if (e.kind == PrefixEventKind::kStored) {
+      text += " after " + std::to_string(e.parent_block) + " ns " + std::to_string(e.ns) + ":";
+      for (TokenId t : e.tokens) text += " " + std::to_string(t);
+    }
+    return text;
+  };
+  const auto ida = tree.add_observer([&](const PrefixEvent& e) { log_a.push_back(describe(e)); });
+  const auto idb = tree.add_observer([&](const PrefixEvent& e) { log_b.push_back(describe(e)); });
+  CHECK(tree.num_observers() == 2);
+  auto s1 = start(a, seq({1, 2, 3, 4}), {});
+  REQUIRE(s1);
+  (void)tree.insert(s1->tokens, s1->blocks, /*ns=*/7);
+  auto s2 = start(a, seq({1, 2, 5}), tree.match(seq({1, 2}), 7).blocks);  // splits {1,2 | 3,4}
+  REQUIRE(s2);
+  (void)tree.insert(s2->tokens, s2->blocks, 7);
+  const auto& b1 = s1->blocks;
+  const std::vector<std::string> stored = {
+      "stored " + std::to_string(b1[0]) + " " + std::to_string(b1[1]) + " " +
+          std::to_string(b1[2]) + " " + std::to_string(b1[3]) + " after -1 ns 7: 1 2 3 4",
+      "stored " + std::to_string(s2->blocks[2]) + " after " + std::to_string(b1[1]) + " ns 7: 5"};
+  CHECK(log_a == stored);
+  CHECK(log_b == stored);
+  tree.remove_observer(idb);
+  CHECK(inferkit::test::code_of([&] { tree.remove_observer(idb); }) == ErrorCode::kInvalidArgument);
+  CHECK(inferkit::test::code_of([&] { tree.remove_observer(12345); }) ==
+        ErrorCode::kInvalidArgument);
+  // Tree eviction reports at once: the least recently used leaf is {3, 4}.
+  a.free(std::span<const BlockId>(s1->blocks));
+  a.free(std::span<const BlockId>(s2->blocks));
+  CHECK(tree.evict(2) == 2);
+  REQUIRE(log_a.size() == 3);
+  CHECK(log_a[2] == "removed " + std::to_string(std::min(b1[2], b1[3])) + " " +
+                        std::to_string(std::max(b1[2], b1[3])));
+  // The allocator reclaiming a cached block (inside allocate) is reported at the next call.
+  const auto taken = a.allocate(static_cast<std::int32_t>(a.num_free_blocks() + 3));
+  REQUIRE(taken.size() == static_cast<std::size_t>(a.num_blocks()));
+  CHECK(log_a.size() == 3);
+  tree.flush();
+  REQUIRE(log_a.size() == 4);
+  std::vector<BlockId> rest = {b1[0], b1[1], s2->blocks[2]};
+  std::sort(rest.begin(), rest.end());
+  CHECK(log_a[3] == "removed " + std::to_string(rest[0]) + " " + std::to_string(rest[1]) + " " +
+                        std::to_string(rest[2]));
+  CHECK(log_b.size() == 2);  // removed before any of this
+  CHECK(tree.cached_blocks() == 0);
+  tree.remove_observer(ida);
+  CHECK(tree.num_observers() == 0);
+  a.free(std::span<const BlockId>(taken.begin(), taken.end()));
+  tree.check_consistency();
+  a.check_consistency();
+}
+
 TEST_CASE("RadixTree: eviction order is least recently used leaf first", "[prefix][radix_tree]") {
   for (const EvictionPolicy policy : {EvictionPolicy::kLru, EvictionPolicy::kSegmentedLru}) {
     BlockAllocator a(32, 1);
@@ -737,12 +805,67 @@ struct Model {
   }
 };
 
+// An observer's picture of the cache, rebuilt from its events alone, as a KV-event exporter or a
+// router's index keeps it: each cached block's namespace and tokens from the root through its
+// page. Observers run inside noexcept code, so a bad event is recorded in `problem` (the test
+// checks it), never thrown.
+struct EventReplica {
+  std::int32_t bs;
+  std::map<BlockId, std::pair<inferkit::CacheNamespace, std::vector<TokenId>>> path;
+  std::int64_t events = 0;
+  std::string problem;
+
+  void on(const PrefixEvent& e) {
+    ++events;
+    if (!problem.empty()) return;
+    if (e.kind == PrefixEventKind::kRemoved) {
+      for (BlockId b : e.blocks) {
+        if (path.erase(b) != 1) problem = "removed block " + std::to_string(b) + " not stored";
+      }
+      return;
+    }
+    if (e.tokens.size() != e.blocks.size() * static_cast<std::size_t>(bs) || e.blocks.empty()) {
+      problem = "stored event with " + std::to_string(e.blocks.size()) + " blocks and " +
+                std::to_string(e.tokens.size()) + " tokens";
+      return;
+    }
+    std::vector<TokenId> prefix;
+    if (e.parent_block != inferkit::kNoBlock) {
+      const auto it = path.find(e.parent_block);
+      if (it == path.end() || it->second.first != e.ns) {
+        problem = "parent block " + std::to_string(e.parent_block) + " unknown";
+        return;
+      }
+      prefix = it->second.second;
+    }
+    for (std::size_t i = 0; i < e.blocks.size(); ++i) {
+      prefix.insert(prefix.end(), e.tokens.begin() + static_cast<std::ptrdiff_t>(i * bs),
+                    e.tokens.begin() + static_cast<std::ptrdiff_t>((i + 1) * bs));
+      if (!path.emplace(e.blocks[i], std::make_pair(e.ns, prefix)).second) {
+        problem = "block " + std::to_string(e.blocks[i]) + " stored twice";
+      }
+    }
+  }
+  // Prefix -> block, the brute-force model's form (namespace 0).
+  std::map<std::vector<TokenId>, BlockId> entries() const {
+    std::map<std::vector<TokenId>, BlockId> out;
+    for (const auto& [b, where] : path) out.emplace(where.second, b);
+    return out;
+  }
+};
+
 void run_random(std::int32_t bs, EvictionPolicy policy, std::optional<std::int64_t> cap,
                 std::uint64_t seed) {
   INFO("bs " << bs << " policy " << static_cast<int>(policy) << " seed " << seed);
   BlockAllocator a(48, bs);
   RadixTree tree(a, {.max_cached_blocks = cap, .policy = policy});
   Model model{bs, {}};
+  // Two observers from the start; the second leaves halfway and hears nothing more.
+  EventReplica replica{bs, {}, 0, {}};
+  EventReplica leaver{bs, {}, 0, {}};
+  (void)tree.add_observer([&](const PrefixEvent& e) { replica.on(e); });
+  const auto leaver_id = tree.add_observer([&](const PrefixEvent& e) { leaver.on(e); });
+  std::int64_t leaver_events = -1;
   Rng rng(seed);
   std::vector<Sequence> running;
   std::vector<BlockId> pressure;
@@ -760,6 +883,10 @@ void run_random(std::int32_t bs, EvictionPolicy policy, std::optional<std::int64
     }
   };
   for (int step = 0; step < kRandomSteps; ++step) {
+    if (step == kRandomSteps / 2) {
+      tree.remove_observer(leaver_id);
+      leaver_events = leaver.events;
+    }
     const std::uint32_t op = rng.below(10);
     if (op < 5) {  // a request: match, maybe lock, run, maybe insert, maybe keep running
       std::vector<TokenId> t = bases[rng.below(4)];
@@ -816,6 +943,11 @@ void run_random(std::int32_t bs, EvictionPolicy policy, std::optional<std::int64
     tree.check_consistency();
     a.check_consistency();
     REQUIRE(tree.cached_blocks() == static_cast<std::int64_t>(model.entries.size()));
+    if (rng.below(2) == 0) {  // reclaimed blocks are reported at the tree's next call
+      tree.flush();
+      REQUIRE(replica.problem.empty());
+      REQUIRE(replica.entries() == model.entries);
+    }
     REQUIRE(tree.cached_blocks() <= tree.capacity_blocks());
     for (const Sequence& s : running) {  // locked prefixes stay cached with the same blocks
       if (!s.lock) continue;
@@ -826,6 +958,9 @@ void run_random(std::int32_t bs, EvictionPolicy policy, std::optional<std::int64
       }
     }
   }
+  CHECK(leaver.problem.empty());
+  CHECK(leaver.events == leaver_events);  // nothing after remove_observer
+  CHECK(replica.events > leaver.events);
   // The run must have exercised both evictors (the allocator reclaims on every config).
   CHECK(tree.stats().reclaimed_blocks > 0);
   if (cap) CHECK(tree.stats().evicted_blocks > 0);
@@ -833,6 +968,8 @@ void run_random(std::int32_t bs, EvictionPolicy policy, std::optional<std::int64
   a.free(std::span<const BlockId>(pressure));
   (void)tree.evict(a.num_blocks());
   CHECK(tree.cached_blocks() == 0);
+  CHECK(replica.problem.empty());
+  CHECK(replica.path.empty());  // every stored block was reported removed
   CHECK(a.num_free_blocks() == a.num_blocks());
   a.check_consistency();
   tree.check_consistency();

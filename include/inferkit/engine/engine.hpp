@@ -324,6 +324,26 @@ class Engine {
   [[nodiscard]] std::int32_t kv_pages_cached() const noexcept {
     return allocator_->num_evictable_blocks();
   }
+  /// Adds an observer of the prefix cache's block events (`RadixTree::add_observer`): blocks
+  /// stored and removed, for a KV-event exporter or a router's index. Called on the thread that
+  /// runs `step`. Throws `Error{kInvalidState}` when the engine has no prefix cache,
+  /// `Error{kInvalidArgument}` for an empty function.
+  PrefixObserverId add_prefix_observer(PrefixObserver observer) {
+    if (!tree_) {
+      detail::throw_error(ErrorCode::kInvalidState,
+                          "add_prefix_observer: the engine has no prefix cache (prefix_cache off)");
+    }
+    return tree_->add_observer(std::move(observer));
+  }
+  /// Stops calling observer `id`. Throws `Error{kInvalidArgument}` for an unknown id,
+  /// `Error{kInvalidState}` without a prefix cache.
+  void remove_prefix_observer(PrefixObserverId id) {
+    if (!tree_) {
+      detail::throw_error(ErrorCode::kInvalidState,
+                          "remove_prefix_observer: the engine has no prefix cache");
+    }
+    tree_->remove_observer(id);
+  }
   /// The context length: prompt and output tokens of one request together.
   [[nodiscard]] std::int64_t max_model_len() const noexcept {
     return sched_->config().max_model_len;

@@ -10,6 +10,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <inferkit/core/error.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/prefix/detail/radix_node.hpp>
@@ -105,6 +106,31 @@ struct PrefixCacheStats {
   }
 };
 
+/// Kinds of `PrefixEvent` (vLLM's KV cache events BlockStored and BlockRemoved).
+enum class PrefixEventKind : std::uint8_t {
+  kStored,   ///< `blocks` were cached: the pages after `parent_block` on a path of namespace `ns`
+  kRemoved,  ///< `blocks` left the cache (evicted by the tree, or reclaimed by the allocator)
+};
+
+/// One change to what a RadixTree caches, as its observers see it. The spans are valid during
+/// the observer's call only.
+struct PrefixEvent {
+  PrefixEventKind kind = PrefixEventKind::kStored;  ///< stored or removed
+  std::span<const BlockId> blocks;  ///< kStored: one per page, in path order; kRemoved: any order
+  /// kStored: the block of the page just before `blocks[0]` on the path, kNoBlock at the root
+  /// (an observer keys a block by its path: parent's key, then this page's tokens).
+  BlockId parent_block = kNoBlock;
+  std::span<const TokenId> tokens;  ///< kStored: the pages' tokens, blocks.size() * block_size
+  CacheNamespace ns = 0;            ///< kStored: the namespace the path was inserted in
+};
+
+/// Receives a RadixTree's events, in the order of the changes. Called on the thread that called
+/// the tree; must not throw (the tree calls it from noexcept code) or call the tree.
+using PrefixObserver = std::function<void(const PrefixEvent&)>;
+
+/// Names an observer for `RadixTree::remove_observer`.
+using PrefixObserverId = std::uint64_t;
+
 /// A radix tree of token sequences whose nodes own the BlockAllocator's KV blocks.
 ///
 /// **Keys.** Edges are compressed runs of whole pages (`block_size` tokens, one KV block each);
@@ -129,6 +155,12 @@ struct PrefixCacheStats {
 /// block. Use `match_and_lock`, whose blocks are the locked ones, or `lock` the handle before
 /// anything allocates (`lock` rejects a handle whose path lost a block since).
 ///
+/// **Events.** Any number of observers (`add_observer`: a KV-event exporter, an offloader, a
+/// router's index) see every block stored and removed. Blocks the allocator reclaims inside an
+/// allocation are reported at the start of the tree's next call (or `flush`): the allocator's
+/// callback may not run user code. Destroying the tree reports nothing; an observer that outlives
+/// it treats the end as "everything removed".
+///
 /// One tree per allocator: it installs the allocator's eviction callback, and the allocator
 /// refuses a second one while it is installed. The allocator must outlive the tree. Not
 /// copyable or movable. Not thread-safe. A throwing call changes nothing, the deferred uncache
@@ -151,6 +183,10 @@ class RadixTree {
   std::vector<BlockId> pending_;         // dropped blocks to uncache at the next call
   std::vector<std::int32_t> stack_;      // scratch of the callback's subtree walk
   std::vector<std::uint8_t> seen_;       // [num_blocks] scratch of insert's duplicate check
+  std::vector<std::pair<PrefixObserverId, PrefixObserver>> observers_;
+  PrefixObserverId next_observer_ = 1;
+  std::vector<BlockId> removed_;    // blocks of the kRemoved event being gathered
+  std::vector<BlockId> reclaimed_;  // blocks the allocator reclaimed, reported at the next call
   std::array<detail::RadixNodeList, 2> lists_{};  // eviction lists, indexed by RadixSegment
   std::int64_t cached_blocks_ = 0;
   std::int64_t protected_blocks_ = 0;
@@ -187,7 +223,9 @@ class RadixTree {
     owner_.assign(n, detail::kNoNode);
     owner_pos_.assign(n, 0);
     seen_.assign(n, 0);
-    pending_.reserve(n);  // the callback must not allocate: every buffer it touches is sized
+    pending_.reserve(n);    // the callback must not allocate: every buffer it touches is sized
+    reclaimed_.reserve(n);  // each block is reclaimed at most once between two calls
+    removed_.reserve(n);
     stack_.reserve(n + 1);
     free_nodes_.reserve(n + 1);  // live nodes <= cached blocks + 1
     allocator_.set_eviction_callback([this](BlockId b) { on_allocator_evicted(b); }, this);
@@ -200,6 +238,7 @@ class RadixTree {
   /// removes the eviction callback, so the allocator is as if the tree had never cached.
   ~RadixTree() {
     try {
+      observers_.clear();  // they may be gone already; destruction reports nothing
       allocator_.set_eviction_callback({}, this);
       flush_pending();
       for (detail::RadixNode& node : nodes_) {
@@ -233,6 +272,35 @@ class RadixTree {
   }
   /// Zeroes the counters (the cache content stays).
   void reset_stats() noexcept { stats_ = {}; }
+
+  /// Adds an observer of every block stored and removed from now on; returns its id for
+  /// `remove_observer`. Observers are called in the order they were added. Throws
+  /// `Error{kInvalidArgument}` for an empty function. O(1) amortized.
+  PrefixObserverId add_observer(PrefixObserver observer) {
+    if (!observer) {
+      detail::throw_error(ErrorCode::kInvalidArgument, "add_observer: observer is empty");
+    }
+    observers_.emplace_back(next_observer_, std::move(observer));
+    return next_observer_++;
+  }
+
+  /// Stops calling observer `id`. Throws `Error{kInvalidArgument}` for an id this tree did not
+  /// issue or already removed. O(observers).
+  void remove_observer(PrefixObserverId id) {
+    const auto it = std::find_if(observers_.begin(), observers_.end(),
+                                 [&](const auto& o) { return o.first == id; });
+    if (it == observers_.end()) {
+      detail::throw_error(
+          ErrorCode::kInvalidArgument,
+          "remove_observer: id = " + std::to_string(id) + " names no observer of this tree");
+    }
+    observers_.erase(it);
+  }
+
+  /// Observers added and not removed.
+  [[nodiscard]] std::int64_t num_observers() const noexcept {
+    return static_cast<std::int64_t>(observers_.size());
+  }
 
   /// The longest cached prefix of `tokens` in whole pages, its blocks and a handle to lock it.
   /// Takes no reference: the next allocation may reuse any of these blocks, so a caller that
@@ -331,6 +399,12 @@ class RadixTree {
       stats_.inserted_tokens += result.inserted_tokens;
     }
     if (end != kRoot) touch_path(end, /*promote=*/false);
+    if (add > 0 && !observers_.empty()) {
+      const detail::RadixNode& leaf = node(end);
+      const std::int32_t parent = leaf.parent;
+      notify({PrefixEventKind::kStored, leaf.blocks,
+              parent == kRoot ? kNoBlock : node(parent).blocks.back(), leaf.tokens, leaf.ns});
+    }
     return result;
   }
 
@@ -540,11 +614,22 @@ class RadixTree {
       allocator_.uncache(b);
     }
     pending_.clear();
+    if (!reclaimed_.empty()) {
+      notify({PrefixEventKind::kRemoved, reclaimed_, kNoBlock, {}, 0});
+      reclaimed_.clear();
+    }
   }
 
   void drop_block_later(BlockId b) noexcept {
     owner_[idx(b)] = kPendingUncache;
     pending_.push_back(b);  // capacity num_blocks: each block is pending at most once
+    if (!observers_.empty()) reclaimed_.push_back(b);
+  }
+
+  // Calls every observer; noexcept, so an observer that throws ends the program instead of
+  // leaving the tree half-changed.
+  void notify(const PrefixEvent& event) const noexcept {
+    for (const auto& [id, observer] : observers_) observer(event);
   }
 
   // The allocator reused cached block b. Drop it, the rest of its node and the node's subtree.

@@ -83,6 +83,7 @@ inline std::int64_t RadixTree::evict_blocks(std::int64_t n_blocks, std::int64_t&
       const BlockId b = n.blocks[idx(i)];
       allocator_.uncache(b);
       owner_[idx(b)] = detail::kNoNode;
+      if (!observers_.empty()) removed_.push_back(b);
     }
     n.blocks.resize(idx(keep));
     n.tokens.resize(idx(keep * block_size_));
@@ -97,6 +98,10 @@ inline std::int64_t RadixTree::evict_blocks(std::int64_t n_blocks, std::int64_t&
     }
   }
   counter += freed;
+  if (!removed_.empty()) {
+    notify({PrefixEventKind::kRemoved, removed_, kNoBlock, {}, 0});
+    removed_.clear();
+  }
   return freed;
 }
 
@@ -112,6 +117,7 @@ inline void RadixTree::on_allocator_evicted(BlockId b) noexcept {
   if (owner == detail::kNoNode) return;
   const std::int32_t pos = owner_pos_[idx(b)];
   owner_[idx(b)] = detail::kNoNode;
+  if (!observers_.empty()) reclaimed_.push_back(b);  // reported at the tree's next call
   detail::RadixNode& n = node(owner);
   INFERKIT_ASSERT(n.lock_count == 0);
   for (std::int32_t i = pos + 1; i < n.num_pages(); ++i) drop_block_later(n.blocks[idx(i)]);
