@@ -2,6 +2,7 @@
 // Umbrella header: every public inferkit header except the CUDA ones (.cuh, nvcc only) and the
 // CPU kernel internals under attention/cpu/ (attention.hpp brings in what it dispatches to).
 // Library code, tests and examples include exactly what they use; this header is for users.
+// Threads: includes only; each header it includes states its own rule.
 #pragma once
 
 // IWYU pragma: begin_exports

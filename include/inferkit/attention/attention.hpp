@@ -3,6 +3,8 @@
 // validation, and backend dispatch by tag (`inferkit::cpu`, `inferkit::cuda{stream}`). An engine
 // calls paged_decode / paged_prefill once per layer per step, after appending the step's K/V to
 // the pages. The CPU overloads come with this header; CUDA ones from attention/cuda/*.cuh.
+// Threads: validate() is pure; paged_decode / paged_prefill keep no state and run OpenMP threads
+// inside: concurrent calls are safe when each writes its own out / lse, read by no other call.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 // scale, Gemma-2 style logit soft-capping, a left sliding window and causal masking. The engine
 // builds one `AttentionParams` per layer and passes it, with the K/V views, to the attention call
 // of each step. Plain C++ (no Eigen, no CUDA headers), so nvcc compiles it for device code too.
+// Threads: value types and pure functions; safe from any number of threads.
 #pragma once
 
 #include <cmath>

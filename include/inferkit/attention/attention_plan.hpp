@@ -5,6 +5,7 @@
 // batch, the KV heads, the lengths and the SM count so that a skewed batch (one long sequence
 // among short ones) spreads the long one over many CTAs. Plain C++ (no CUDA headers): the CUDA
 // kernels take the plan by value and call the same functions the CPU tests check.
+// Threads: value types and pure functions; safe from any number of threads.
 #pragma once
 
 #include <algorithm>

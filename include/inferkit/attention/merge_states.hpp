@@ -3,6 +3,8 @@
 // attention compute softmax(QK^T)V over disjoint key sets and combine the partial outputs with
 // their log-sum-exp (natural log). The CPU overloads come with this header; CUDA ones from
 // attention/cuda/*.cuh.
+// Threads: merge_states keeps no state; calls from several threads are safe when each writes its
+// own outputs, which no other call reads (see the backend headers).
 #pragma once
 
 #include <cstdint>

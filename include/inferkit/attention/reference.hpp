@@ -3,6 +3,8 @@
 // tensors, with GQA, causal/window masks, soft-capping, an optional custom mask and the
 // log-sum-exp. Every CPU and CUDA kernel is tested against it on the same seeds; it is slow on
 // purpose. Host-only C++ (no Eigen, no OpenMP), so .cu tests can include it too.
+// Threads: pure functions of their arguments (serial); safe from any number of threads writing
+// distinct outputs.
 #pragma once
 
 #include <algorithm>

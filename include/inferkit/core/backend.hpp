@@ -2,6 +2,7 @@
 // Backend tags for kernel dispatch (Thrust-style tag dispatch): every kernel entry point takes
 // `inferkit::cpu{}` or `inferkit::cuda{stream}` as its first argument. The CUDA tag is declared
 // without any CUDA header (cudaStream_t is exactly CUstream_st*), so host code can name it.
+// Threads: tag types and constants only; safe from any number of threads.
 #pragma once
 
 #include <inferkit/core/config.hpp>

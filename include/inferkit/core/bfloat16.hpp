@@ -2,6 +2,7 @@
 // `bfloat16`: the top half of an IEEE binary32 (8 exponent, 7 mantissa bits), the storage type
 // of most LLM checkpoints and KV caches. Same range as float, less precision. Scalar, constexpr
 // and identical on host and CUDA device; it does no arithmetic: convert to float and back.
+// Threads: a value type and constexpr functions; safe from any number of threads.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 // Compiler and platform configuration: the ONLY header that reads compiler macros (__CUDACC__,
 // __CUDA_ARCH__, compiler versions). Everything else tests the 0/1 switches defined here with
 // `#if`, and the build uses -Wundef, so a misspelled switch is an error, not a silent 0.
+// Threads: macros only, no run-time state.
 #pragma once
 
 // INFERKIT_WITH_CUDA: 1 when the CUDA backend is compiled in (set by the inferkit::cuda target).

@@ -5,6 +5,8 @@
 // path, and cpu_isa() picks one once per process: the best the CPU supports, or the one the
 // environment variable INFERKIT_CPU_ISA names (avx512, avx2, neon, baseline; for tests and
 // benchmarks). No -march flag is needed for full speed.
+// Threads: safe from any number of threads: the choice is a function-local static made once, on
+// first use, when INFERKIT_CPU_ISA is read (do not setenv it concurrently with that first use).
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 // The element types inferkit stores weights and KV in, as a runtime enum: bits per element (int4
 // is 4), names as a user types them ("fp16", "int4"), and parsing. Memory planning (perf/) and
 // KV quantization (kv/) speak this enum; the storage types themselves are in float16.hpp etc.
+// Threads: an enum and pure functions; safe from any number of threads.
 #pragma once
 
 #include <array>

@@ -2,6 +2,7 @@
 // Errors: `inferkit::Error` for bad arguments at public entry points (message names the argument,
 // the value and the limit), `INFERKIT_CHECK` to raise it, and `INFERKIT_ASSERT` for internal
 // invariants (debug only). Expected outcomes such as "out of KV blocks" are values, not errors.
+// Threads: no shared state (Error is a value type, the checks are pure); safe from any thread.
 #pragma once
 
 #include <cstddef>

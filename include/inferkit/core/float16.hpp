@@ -2,6 +2,7 @@
 // `float16`: IEEE binary16 as a storage type for weights, activations and KV (the common
 // "half" of fp16 checkpoints). Scalar, constexpr and identical on host and CUDA device; it does
 // no arithmetic: convert to float, compute, convert back. Bulk kernels use SIMD of their own.
+// Threads: a value type and constexpr functions; safe from any number of threads.
 #pragma once
 
 #include <cstdint>

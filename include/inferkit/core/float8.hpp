@@ -3,6 +3,7 @@
 // saturating) for weights and KV caches, and `float8_e5m2` (IEEE-like, more range) for
 // gradients and outliers. Scalar, constexpr and identical on host and CUDA device; KV
 // quantization (kv/) scales values into range before converting.
+// Threads: value types and constexpr functions; safe from any number of threads.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 // Packed 4-bit integers: two values per byte, the even element in the low nibble (the layout of
 // GPTQ/AWQ weights and int4 KV caches). Helpers to pack, unpack and sign-extend nibbles; the
 // scale/zero-point quantization that uses them lives in kv/.
+// Threads: constexpr pure functions; safe from any number of threads.
 #pragma once
 
 #include <cstddef>

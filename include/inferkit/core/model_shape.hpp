@@ -3,6 +3,8 @@
 // (layers, query and KV heads, head_dim, hidden and MLP widths, vocabulary, parameter count), and
 // presets named as a user types them ("llama-3-70b"). The memory planner and the roofline cost
 // model in perf/ read it; so do examples that size KV caches for real models.
+// Threads: a value type and pure functions (the presets are a function-local static, initialized
+// once thread-safely); safe from any number of threads.
 #pragma once
 
 #include <array>

@@ -2,6 +2,8 @@
 // Counter-based random numbers: Philox-4x32-10 (Salmon et al., SC'11, "Parallel random numbers:
 // as easy as 1, 2, 3"). Output is a pure function of (key, counter), so a sampler can give every
 // (sequence, step, position) its own counter and get the same tokens on any thread count or device.
+// Threads: Philox4x32 and the uniform conversions are pure; an Rng advances on every draw, so one
+// thread at a time per Rng (give each thread or sequence its own stream).
 #pragma once
 
 #include <array>

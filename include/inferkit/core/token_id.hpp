@@ -2,6 +2,7 @@
 // TokenId and CacheNamespace: the two keys a prefix cache matches on. TokenId is a token as the
 // tokenizer produces it (radix tree keys, scheduler requests, drafters and verifiers, the
 // engine); CacheNamespace partitions the cache between tenants or adapters.
+// Threads: type aliases only.
 #pragma once
 
 #include <cstdint>

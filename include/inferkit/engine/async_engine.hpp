@@ -5,7 +5,8 @@
 // bounded (requests and prompt tokens): overflow is an immediate kOverloaded, never a blocked
 // caller. Text is detokenized on the engine thread (partial UTF-8 held back) and matched against
 // each request's stop strings. Counters and latency histograms live in constant memory.
-// Every public method may be called from any thread.
+// Threads: every AsyncEngine and CompletionHandle call may run concurrently from any threads,
+// except shutdown (one caller at a time: it joins the engine thread); one consumer per handle.
 #pragma once
 
 #include <atomic>

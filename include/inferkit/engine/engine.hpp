@@ -4,8 +4,9 @@
 // n-gram drafts by the chain verifier -> commit, with the RadixTree prefix cache. The simulator
 // and the engine take the same scheduler and workloads, so predicted and measured figures can be
 // compared. `submit_n` serves n completions of one prompt that share its KV (scheduler forks,
-// copy-on-write). Not thread-safe: one thread of control calls every method (the kernels use OpenMP
-// inside a step); other threads reach an engine through AsyncEngine (engine/async_engine.hpp).
+// copy-on-write).
+// Threads: one thread at a time per Engine, which also runs its callbacks (steps use OpenMP
+// inside); engines may share a LlamaModel; other threads go through AsyncEngine (async_engine.hpp).
 #pragma once
 
 #include <algorithm>

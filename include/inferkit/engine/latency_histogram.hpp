@@ -2,7 +2,9 @@
 // LatencyHistogram: a fixed-bucket histogram of durations (seconds) in constant memory, as a
 // long-running server exports them (Prometheus' cumulative `_bucket`, `_sum`, `_count`). The
 // serving front keeps one each for time to first token, inter-token latency, queue time and
-// end-to-end latency. Not thread-safe: the owner guards it.
+// end-to-end latency.
+// Threads: one thread at a time per histogram while observe writes it (AsyncEngine guards its
+// histograms with a mutex); const reads may run together; distinct histograms are independent.
 #pragma once
 
 #include <algorithm>

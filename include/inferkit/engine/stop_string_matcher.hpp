@@ -3,7 +3,8 @@
 // boundaries. A server streams text as tokens arrive, but may not show text that could still
 // turn out to begin a stop string: the matcher holds back the longest tail of the text that is a
 // prefix of some stop string, and releases it once it cannot be (or at the end). Used by the
-// serving front (engine/async_engine.hpp) on the engine thread. Not thread-safe (one per request).
+// serving front (engine/async_engine.hpp) on the engine thread.
+// Threads: one thread at a time per matcher (push and finish change it); one matcher per request.
 #pragma once
 
 #include <algorithm>

@@ -3,6 +3,8 @@
 // blocks with O(1) allocate/free through an intrusive free list, reference counts for sharing
 // (fork, prefix cache), and an LRU list of cached blocks that stay readable until truly free
 // blocks run out. The scheduler calls it every step; PagedKVCache owns the storage it indexes.
+// Threads: one thread at a time for an allocator and the BlockTables and RadixTree bound to it
+// (their mutating calls change it too); const queries may run together while nothing mutates.
 #pragma once
 
 #include <cstdint>

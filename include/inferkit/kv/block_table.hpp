@@ -3,6 +3,8 @@
 // scheduler grows it as tokens are appended (a block exactly when the last one is full, with
 // copy-on-write of a shared partial block), truncates it for rejected speculative tokens, and
 // exports a batch of tables as the page tables kernels read: CSR (PageTableView) or dense padded.
+// Threads: one thread at a time for an allocator and all its tables: every call taking a
+// BlockAllocator& (fork too, though const), move assignment and destruction change the allocator.
 #pragma once
 
 #include <algorithm>

@@ -3,6 +3,8 @@
 // chunk per layer, each decode step appends one token per layer, and attention reads the first
 // `length(layer)` positions back. It stores KV heads only (GQA-aware). The paged alternative for
 // many sequences is PagedKVCache; this one is the simple baseline and the teaching model.
+// Threads: one thread at a time per cache while anything mutates it (append, truncate, clear);
+// const calls (views, gather) may run concurrently; distinct caches are independent.
 #pragma once
 
 #include <algorithm>

@@ -3,6 +3,7 @@
 // elements and back. int8 (symmetric, a scale per token and head), int4 (asymmetric scale and
 // zero point per token and head, two nibbles per byte) and fp8 (a power-of-two scale per block
 // and head), plus the storage traits that say which scheme a storage type uses.
+// Threads: traits and pure functions of their arguments; safe from any number of threads.
 #pragma once
 
 #include <algorithm>

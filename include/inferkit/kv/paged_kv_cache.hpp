@@ -3,6 +3,8 @@
 // pages (optionally quantized to fp8, int8 or int4), writes new tokens' K/V through a slot
 // mapping, copies blocks for copy-on-write, gathers a sequence back to contiguous tensors, and
 // hands kernels a non-owning PagedKVView per layer. In a step: plan (tables) -> append -> attend.
+// Threads: appends to distinct layers may run concurrently (one writer per layer, no reader of it
+// meanwhile; large appends use OpenMP inside); copy_block(s) writes every layer, so runs alone.
 #pragma once
 
 #include <algorithm>

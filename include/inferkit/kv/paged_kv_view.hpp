@@ -2,6 +2,8 @@
 // Plain views that cross into kernels (CPU today, CUDA unchanged): one layer's paged K/V storage
 // and a batch's page tables in CSR form. No CUDA headers, no ownership: pointers, strides and
 // sizes only, so the same struct is a kernel argument on host and device.
+// Threads: plain value types; safe from any number of threads (the memory they point to follows
+// its owner's rule).
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,8 @@
 // pre-tokenizer that `tokenizer.ggml.pre` names cuts the text into words, each word's bytes merge
 // by rank into tokens. Text -> encode -> scheduler/forward -> sampled ids -> decode or
 // `StreamDecoder` -> text. `chat_prompt` renders the model's ChatML template.
+// Threads: a BpeTokenizer is immutable after construction: every call may run concurrently from
+// any number of threads.
 #pragma once
 
 #include <algorithm>

@@ -4,6 +4,8 @@
 // not run Jinja, it recognizes the ChatML family (`<|im_start|>role\ncontent<|im_end|>\n`, used
 // by SmolLM2, Qwen and others), including a default system prompt that the template inserts
 // when the conversation starts without one, and renders it directly.
+// Threads: a ChatTemplate is immutable after construction: every call may run concurrently from
+// any number of threads.
 #pragma once
 
 #include <cstddef>

@@ -2,6 +2,7 @@
 // GgmlType: the tensor element types of GGUF model files (ggml's type ids, as stored on disk)
 // and their block layouts: elements per block, bytes per block, bytes of a row. The GGUF reader
 // validates tensors with it; the quantized linear layers dispatch on it.
+// Threads: an enum and pure functions; safe from any number of threads.
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,8 @@
 // a real model: open the file, read the config and tokenizer from `find`/`get_*`, and hand each
 // weight's `tensor_data` to the layers. Malformed files are normal input: every defect is an
 // `Error` naming what was wrong and its byte offset, never a crash (the reader is fuzzed).
+// Threads: a GgufFile is immutable once opened: every call, and reading the views it hands out,
+// may run concurrently from any number of threads.
 #pragma once
 
 #include <cstddef>

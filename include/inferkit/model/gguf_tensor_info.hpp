@@ -2,6 +2,7 @@
 // GgufTensorInfo: what a GGUF file says about one tensor (name, element type, shape in ggml's
 // order, where its bytes are), as `GgufFile` reads and validates it. The model loader looks
 // tensors up by name and hands their bytes to the quantized linear layers.
+// Threads: a value type; safe from any number of threads.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 // are views into the file's bytes, so reading the 49k-entry vocabulary of a tokenizer copies
 // nothing. Accessors convert where no information is lost and otherwise throw an `Error` naming
 // the key, the type found and the byte offset of the value.
+// Threads: a GgufValue is immutable: its accessors may run concurrently from any number of threads.
 #pragma once
 
 #include <cmath>

@@ -2,6 +2,7 @@
 // LlamaConfig: the hyperparameters of a Llama-family model as its GGUF file states them (layers,
 // widths, heads, RoPE base, RMSNorm epsilon, context, vocabulary), read and cross-checked against
 // the tensors, plus the ModelShape the planner and the cost model take. LlamaModel builds on it.
+// Threads: a value type and a pure reader of a (const) GgufFile; safe from any number of threads.
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,8 @@
 // through paged_prefill over the plan's page table, the output projection, RMSNorm and the SwiGLU
 // MLP, then the final norm and the (possibly tied) output head for the rows that sample. The
 // weights are views into a memory-mapped GgufFile. The engine calls `forward` once per step.
+// Threads: a LlamaModel is immutable after construction: forward (const; OpenMP inside) may run
+// from several threads at once, each with its own LlamaKVCache and LlamaWorkspace.
 #pragma once
 
 #include <cmath>

@@ -4,6 +4,8 @@
 // model's forward pass calls linear() for every projection of a step (one token per sequence in
 // decode, many in prefill) and dequantize_row() for embedding lookups. Results are
 // batch-invariant: a token's outputs are the same bits whatever else is in the batch.
+// Threads: linear (OpenMP inside each call) and dequantize_row keep no state; calls from several
+// threads are safe when each writes its own y / out, which no other call reads.
 #pragma once
 
 #include <cstddef>

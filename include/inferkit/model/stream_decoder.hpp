@@ -3,6 +3,8 @@
 // Byte-level BPE splits characters across tokens (an emoji or a Chinese character can take two
 // or three), so printing each token's bytes would show broken characters; the decoder holds an
 // incomplete sequence until the token that completes it arrives.
+// Threads: one thread at a time per decoder (push and finish mutate it); the BpeTokenizer it reads
+// may be shared.
 #pragma once
 
 #include <cstddef>

@@ -3,6 +3,8 @@
 // bandwidth, memory size), presets for A100-40GB, A100-80GB, H100-SXM and H200, user-defined
 // devices, an ideal tensor-parallel group, and the GB/GiB conversions every capacity figure goes
 // through. The roofline cost model and the KV memory planner (perf/) read it.
+// Threads: a value type and pure functions (the presets are a function-local static, initialized
+// once thread-safely); safe from any number of threads.
 #pragma once
 
 #include <array>

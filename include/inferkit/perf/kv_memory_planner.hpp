@@ -7,6 +7,8 @@
 // Units: GPU memory is given in bytes: from GB = 10^9 bytes (`gb_to_bytes`), GiB = 2^30 bytes
 // (`gib_to_bytes`; an "80GB" A100 or H100 holds 80 GiB) or a hardware preset's memory_bytes;
 // every result is in bytes, so nothing mixes the two.
+//
+// Threads: value types and pure functions; safe from any number of threads.
 #pragma once
 
 #include <cmath>

@@ -8,6 +8,8 @@
 // the keys it sees; a step reads the weights once, reads each sequence's cached KV once and
 // writes the new tokens' KV. Activations, kernel launch and communication cost nothing here, so
 // the times are lower bounds that a real engine approaches at best.
+//
+// Threads: value types and pure functions; safe from any number of threads.
 #pragma once
 
 #include <algorithm>

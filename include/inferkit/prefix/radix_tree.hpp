@@ -3,6 +3,8 @@
 // BlockAllocator's KV blocks. The scheduler calls `match_and_lock` when it admits a request (reuse
 // the cached prefix's blocks instead of recomputing them), `unlock` when the request ends, and
 // `insert` after prefill or at finish, so later requests sharing the prefix skip its prefill.
+// Threads: one thread at a time for a tree together with its allocator (allocations call the
+// tree's eviction callback); even match writes (recency, splits, stats); match_length only reads.
 #pragma once
 
 #include <algorithm>

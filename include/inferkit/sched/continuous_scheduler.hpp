@@ -7,6 +7,8 @@
 // tables back past rejected speculative drafts. schedule() -> engine -> commit() is one step.
 // A running request can be forked (n completions, parallel sampling, beam-like search): the
 // child shares every KV page, and the first write into a shared partial page is a planned copy.
+// Threads: one thread at a time per scheduler, and nothing else may use its allocator or tree
+// meanwhile; its const queries may run together while nothing mutates it.
 #pragma once
 
 #include <algorithm>

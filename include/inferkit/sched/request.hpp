@@ -3,6 +3,7 @@
 // priority, cache namespace), the states it moves through (waiting -> running -> (preempted ->
 // waiting) -> finished), why it finished, and what the scheduler hands back at the end: the
 // output tokens and the request's latency record. The first type of the step flow.
+// Threads: value types and pure functions; safe from any number of threads.
 #pragma once
 
 #include <cmath>

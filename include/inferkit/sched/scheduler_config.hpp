@@ -3,6 +3,7 @@
 // sequence limit per step, chunked prefill, the admission watermark and preemption hysteresis,
 // how much KV a request reserves on admission (on demand as with paging, or a fixed reservation
 // as pre-paging systems did), and whether batches are formed continuously or as static batches.
+// Threads: a value type and pure functions; safe from any number of threads.
 #pragma once
 
 #include <cstdint>

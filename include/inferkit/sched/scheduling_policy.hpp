@@ -4,6 +4,8 @@
 // arrivals): first come first served, priority classes, and longest prefix match with aging
 // (SGLang's cache-aware policy, made starvation-free). ContinuousScheduler takes one as a
 // template parameter; a user's own policy satisfies the `SchedulingPolicy` concept.
+// Threads: the policies are value types whose rank is const and pure; safe from any number of
+// threads.
 #pragma once
 
 #include <concepts>

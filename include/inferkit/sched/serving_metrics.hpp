@@ -3,6 +3,7 @@
 // evictions, preemptions), latency summaries (mean and p50/p90/p99, interpolated as numpy's
 // default), and the summary of a finished run: TTFT, time per output token, inter-token latency,
 // end-to-end and normalized latency, throughput, preemptions and prefix-cache hit rate.
+// Threads: value types and pure functions; safe from any number of threads.
 #pragma once
 
 #include <algorithm>

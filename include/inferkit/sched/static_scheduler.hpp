@@ -3,6 +3,8 @@
 // measured against. It forms a batch of up to N requests in arrival order, reserves each one's
 // maximum KV length up front (as pre-paging servers did), prefills them together, and admits no
 // new request until every member has finished, so finished members' slots sit idle.
+// Threads: as ContinuousScheduler: one thread at a time per scheduler and its allocator;
+// static_batching_config is pure.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,8 @@
 // and decode tokens on G tensor-parallel GPUs, with an efficiency per roof, an all-reduce term
 // per layer and a fixed per-step overhead. A user replaces it with a model fitted to measured
 // step times by writing any type that satisfies the concept.
+// Threads: the cost models are value types with const, pure calls, shareable by any number of
+// threads; plan_work writes only the vector it is given.
 #pragma once
 
 #include <algorithm>

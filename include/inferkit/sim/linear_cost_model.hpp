@@ -4,6 +4,7 @@
 // per sequence and per cached token its attention reads; `fit_linear_cost_model` finds the prices
 // by least squares (non-negative) from an engine's step records, so the simulator can predict the
 // same engine on other workloads.
+// Threads: value types and pure functions; safe from any number of threads.
 #pragma once
 
 #include <array>

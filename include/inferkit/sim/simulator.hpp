@@ -5,6 +5,8 @@
 // priced by the cost model, the clock advances by that time, and a fake model emits tokens, so
 // the scheduler's metrics (TTFT, inter-token latency, throughput, preemptions, prefix hits)
 // come out as a real engine would report them.
+// Threads: simulate drives the scheduler (so its allocator and tree) for the whole run: one run per
+// scheduler at a time; the cost model is only read (const) and may be shared.
 #pragma once
 
 #include <algorithm>

@@ -3,6 +3,7 @@
 // request per line, `arrival_s,prompt_tokens,output_tokens[,prefix_group]`, an optional header
 // line, `#` comments and blank lines. A trace is untrusted input: every malformed field is an
 // `Error` naming the line, the column and the value (the parser is fuzzed), never a crash.
+// Threads: pure functions (read_trace_csv also reads its file); safe from any number of threads.
 #pragma once
 
 #include <algorithm>

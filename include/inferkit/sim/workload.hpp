@@ -4,6 +4,8 @@
 // generated request list, and the prompt tokens a simulated request carries (shared prefixes
 // become identical token runs, so the prefix cache sees them). Traces replay from CSV
 // (sim/trace_csv.hpp). Every draw comes from an explicit seed.
+// Threads: pure functions of their arguments (generators seed their own Rng); sample_length and
+// sample_gap advance the Rng they are given: one thread at a time per Rng.
 #pragma once
 
 #include <algorithm>

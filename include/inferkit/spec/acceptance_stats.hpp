@@ -2,6 +2,8 @@
 // Per-position acceptance counters for speculative decoding. The chain and tree verifiers record
 // every verification round here: how many draft positions were reached and how many accepted, so
 // a scheduler or a study can read the acceptance rate per position and the tokens per round.
+// Threads: one thread at a time per AcceptanceStats while it records (record, merge, reset); keep
+// one per thread and merge them.
 #pragma once
 
 #include <algorithm>

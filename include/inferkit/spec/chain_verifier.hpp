@@ -4,6 +4,8 @@
 // min(1, p_i(x_i) / q_i(x_i)), replace the first rejected one by a sample from
 // normalize(max(0, p_i - q_i)), or add a bonus token from p_{K+1}. The emitted tokens are then
 // distributed exactly as the target's. Sits between the engine's logits and Scheduler.commit.
+// Threads: stateless: calls from several threads are safe with distinct Rngs, outputs and stats;
+// verify_chain_batch verifies its sequences on OpenMP threads itself.
 #pragma once
 
 #include <algorithm>

@@ -3,6 +3,7 @@
 // inferkit proves its samplers and verifiers exact with it: the tokens a speculative decoder emits
 // must follow the target's distribution. Public so users can hold their own samplers to the same
 // standard; it is not part of the serving step flow.
+// Threads: pure functions of their arguments; safe from any number of threads.
 #pragma once
 
 #include <algorithm>

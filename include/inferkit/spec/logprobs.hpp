@@ -3,6 +3,7 @@
 // token's log-probability under the model's distribution (the raw logits' log-softmax, before
 // temperature and filters, as vLLM and llama-server report it) and the N most likely tokens.
 // Computed after sampling, for the requests that ask: O(vocab) per token, no sort.
+// Threads: pure functions of their arguments; safe from any number of threads.
 #pragma once
 
 #include <algorithm>

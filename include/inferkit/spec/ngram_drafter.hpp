@@ -3,6 +3,8 @@
 // sequence's suffix in its own tokens and propose the k tokens that followed it. No draft model,
 // no draft distribution: the proposals are verified with q one-hot (chain_verifier.hpp), which
 // keeps the output exact. Runs before the target's verification pass, once per sequence per step.
+// Threads: propose reuses the drafter's scratch buffers: one thread at a time per NgramDrafter
+// (one per thread or engine).
 #pragma once
 
 #include <algorithm>

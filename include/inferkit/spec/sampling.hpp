@@ -3,6 +3,8 @@
 // into the probability row a sampler draws from, plus a categorical sampler driven by the Philox
 // `Rng`. The verifiers (chain_verifier.hpp, tree_verifier.hpp) consume these same filtered rows, so
 // speculative decoding reproduces exactly the distribution plain sampling would use.
+// Threads: calls from several threads are safe when each has its own SamplingWorkspace, Rngs and
+// output rows (sample_categorical keeps a thread_local scratch); sample_batch uses OpenMP inside.
 #pragma once
 
 #include <algorithm>

@@ -3,6 +3,8 @@
 // q = alpha * p + (1 - alpha) * r, where r is a seeded perturbation of p (noisy logits that also
 // reach tokens p rules out). Acceptance rates then come from the real verification math on real
 // distributions, not from a coin with a fixed rate. Used by examples/speculative.cpp and tests.
+// Threads: a SimulatedDrafter is immutable (draft_distribution seeds its own Rng) and
+// calibrate_alpha is pure: safe from any number of threads writing distinct outputs.
 #pragma once
 
 #include <cmath>

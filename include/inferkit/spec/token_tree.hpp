@@ -3,6 +3,8 @@
 // a depth, the attention mask that lets each node see only its ancestors during the target's single
 // verification pass, and two builders: a static branching tree and an EAGLE-2 style dynamic tree
 // that keeps the most confident paths under a node budget. Verified by tree_verifier.hpp.
+// Threads: one thread at a time per TokenTree while add_node builds it, const calls may share it;
+// the builders keep no state but advance the Rng they are given.
 #pragma once
 
 #include <algorithm>

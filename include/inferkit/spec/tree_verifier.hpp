@@ -6,6 +6,8 @@
 // longest path that matches the target's argmax (a search: siblings may repeat a token). One tree
 // at a time (TreeVerifier) or a batch of trees, one per sequence (verify_tree_batch). Sits where
 // verify_chain does in the step flow.
+// Threads: a TreeVerifier keeps scratch: one thread at a time per verifier (one per thread);
+// verify_tree_batch verifies its trees on OpenMP threads itself, each with its own scratch.
 #pragma once
 
 #include <algorithm>

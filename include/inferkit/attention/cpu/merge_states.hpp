@@ -2,6 +2,8 @@
 // CPU implementation of merge_states: combines partial attention outputs computed over disjoint
 // key sets (split-KV chunks, or a shared prefix and a per-request suffix in cascade attention)
 // using their natural-log log-sum-exp. Also used internally by the split-KV decode path.
+// Threads: stateless (merge_states splits rows over OpenMP threads inside); calls from several
+// threads are safe when each writes its own v_out / lse_out, which no other call reads.
 #pragma once
 
 #include <algorithm>

@@ -4,6 +4,8 @@
 // tile kernel of cpu/detail/attention_tile.hpp, then merges split-KV chunks in a fixed order.
 // Host only. The tile kernel exists once per instruction-set path (core/cpu_isa.hpp); this driver,
 // OpenMP included, is plain C++ templated on the path, which it calls once per work item.
+// Threads: each call runs its work items on OpenMP threads and keeps no state; calls from several
+// threads are safe when each writes its own out / lse, which no other call reads.
 #pragma once
 
 #include <algorithm>

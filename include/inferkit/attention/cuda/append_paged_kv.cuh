@@ -5,6 +5,8 @@
 // a later token that needs a larger scale rescales the block's earlier slots. The fp8 path runs
 // each run of consecutive tokens in one block on one warp, in token order, so its codes and
 // scales are bit-identical to the CPU's for the same appends.
+// Threads: a launcher without host state, callable from any host thread; appends that write the
+// same blocks (or their fp8 scales) must be ordered by the caller (one stream, or events).
 #pragma once
 
 #if !defined(__CUDACC__)

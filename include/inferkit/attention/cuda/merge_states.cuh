@@ -2,6 +2,8 @@
 // The CUDA backend of merge_states: partial attention states over disjoint key sets (split-KV
 // chunks, or a shared prefix and per-request suffixes in cascade attention) merged on the device
 // with the natural-log LSE, by the same detail::merge_row the CPU backend runs.
+// Threads: a launcher without host state, callable from any host thread; launches whose outputs
+// overlap another launch's inputs or outputs must be ordered by the caller (stream or events).
 #pragma once
 
 #if !defined(__CUDACC__)

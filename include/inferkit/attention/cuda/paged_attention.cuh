@@ -5,6 +5,8 @@
 // and the SM count; the plan travels as a kernel argument), runs the decode (CUDA cores) or
 // prefill (tensor cores) kernel, then the merge of split chunks. Asynchronous on the stream;
 // split buffers come from the stream-ordered allocator.
+// Threads: launchers without host state, callable from any host thread; launches whose outputs
+// overlap another launch's inputs or outputs must be ordered by the caller (stream or events).
 #pragma once
 
 #if !defined(__CUDACC__)

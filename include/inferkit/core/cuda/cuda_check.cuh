@@ -3,6 +3,8 @@
 // cudaError_t into `Error{kCuda}` naming the call, the CUDA message and the place, and
 // `detail::check_launch` does the same after a kernel launch. Host code of launchers only;
 // device code never throws.
+// Threads: safe from any host thread; check_launch reads the calling thread's last CUDA error, so
+// call it on the thread that launched.
 #pragma once
 
 #if !defined(__CUDACC__)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // DeviceBuffer<T>: an RAII array in device memory (cudaMalloc / cudaFree, never managed memory)
 // with host<->device copies, the owner behind DevicePagedKVCache and the tests' device tensors.
+// Threads: one thread at a time per buffer for upload, fill_bytes and moves; const calls (data,
+// size, download) may run concurrently with each other; distinct buffers are independent.
 #pragma once
 
 #if !defined(__CUDACC__)

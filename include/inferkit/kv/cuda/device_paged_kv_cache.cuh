@@ -4,6 +4,8 @@
 // which stay on the host: the scheduler plans on the host, uploads slot mappings and page
 // tables, and this cache appends K/V (append_paged_kv) and runs the block copies that
 // copy-on-write reports (BlockCopy lists) on the device. Kernels take `view(layer)`.
+// Threads: after construction, host calls only read the objects (moves aside), from any thread;
+// device writes (append, copy_blocks) to the same blocks must be ordered by stream or event.
 #pragma once
 
 #if !defined(__CUDACC__)
