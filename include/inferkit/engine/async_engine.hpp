@@ -5,8 +5,8 @@
 // bounded (requests and prompt tokens): overflow is an immediate kOverloaded, never a blocked
 // caller. Text is detokenized on the engine thread (partial UTF-8 held back) and matched against
 // each request's stop strings. Counters and latency histograms live in constant memory.
-// Threads: every AsyncEngine and CompletionHandle call may run concurrently from any threads,
-// except shutdown (one caller at a time: it joins the engine thread); one consumer per handle.
+// Threads: every AsyncEngine and CompletionHandle call may run concurrently from any threads
+// (concurrent shutdowns wait for the first); one consumer per handle.
 #pragma once
 
 #include <atomic>
@@ -312,9 +312,11 @@ class AsyncEngine {
     return !cancelled_by_deadline_;
   }
 
-  /// Drains within `deadline` and joins the engine thread. Idempotent.
+  /// Drains within `deadline` and joins the engine thread. Idempotent, and safe from several
+  /// threads at once: the later callers wait for the first to finish.
   template <class Rep, class Period>
   void shutdown(std::chrono::duration<Rep, Period> deadline) {
+    std::lock_guard once(shutdown_mu_);  // one joiner: std::thread::join is not thread-safe
     if (!thread_.joinable()) return;
     (void)drain(deadline);
     {
@@ -654,6 +656,7 @@ class AsyncEngine {
   AsyncEngineMetrics metrics_;
   std::string last_error_;
   std::mutex idle_mu_;
+  std::mutex shutdown_mu_;  // serializes shutdown's join
   std::condition_variable idle_cv_;
   bool idle_ = false;
   bool exited_ = false;
