@@ -571,6 +571,55 @@ TEST_CASE("ContinuousScheduler: prefix matches never cross cache namespaces",
   CHECK(a.output == c.output);
 }
 
+TEST_CASE("ContinuousScheduler: blocks(id) is each request's page table, shared prefix included",
+          "[sched][continuous_scheduler]") {
+  BlockAllocator pool(64, 4);
+  RadixTree tree(pool);
+  ContinuousScheduler<> sched(pool, &tree);
+  FakeEngine engine(64, 4, kVocab);
+  const std::vector<TokenId> prompt = {9, 8, 7, 6, 5, 4, 3, 2, 1, 9, 8, 7, 6};  // 3 pages + 1
+  const auto add = [&](RequestId id) {
+    Request r;
+    r.id = id;
+    r.prompt = prompt;
+    r.max_new_tokens = 6;
+    sched.add(r);
+  };
+  CHECK(test::code_of([&] { (void)sched.blocks(1); }) == ErrorCode::kInvalidArgument);
+  add(1);
+  CHECK(sched.blocks(1).empty());  // waiting: holds nothing
+  CHECK(sched.num_computed_tokens(1) == 0);
+  // Prefill request 1 to its end, then admit request 2 behind it: a 12-token prefix hit.
+  for (int i = 0; i < 3; ++i) {
+    const StepPlan& p = sched.schedule(i);
+    // While the step is in flight, a planned sequence's pages are the plan's pages.
+    for (std::int32_t s = 0; s < p.num_seqs(); ++s) {
+      const PageTableView pages = p.pages();
+      const std::span<const BlockId> mine =
+          sched.blocks(p.sequences[static_cast<std::size_t>(s)].request_id);
+      REQUIRE(mine.size() == static_cast<std::size_t>(pages.num_pages(s)));
+      for (std::size_t k = 0; k < mine.size(); ++k) {
+        CHECK(mine[k] == pages.indices[pages.page_begin(s) + static_cast<std::int32_t>(k)]);
+      }
+    }
+    sched.commit(engine.run(p), i);
+    if (i == 0) add(2);
+  }
+  REQUIRE(sched.state(2) == RequestState::kRunning);
+  const std::span<const BlockId> one = sched.blocks(1);
+  const std::span<const BlockId> two = sched.blocks(2);
+  for (const RequestId id : {1, 2}) {  // between steps: ceil(computed / block_size) pages
+    CHECK(static_cast<std::int64_t>(sched.blocks(id).size()) ==
+          (sched.num_computed_tokens(id) + 3) / 4);
+  }
+  REQUIRE(two.size() >= 3);
+  for (std::size_t k = 0; k < 3; ++k) {
+    CHECK(two[k] == one[k]);  // the cached prefix's pages are shared, not copied
+    CHECK(pool.ref_count(one[k]) >= 2);
+  }
+  CHECK(two[3] != one[3]);  // the partial page is each request's own
+}
+
 TEST_CASE("ContinuousScheduler: hysteresis stops decode-heavy preemption thrash",
           "[sched][continuous_scheduler]") {
   // Long outputs from short prompts in a pool that holds about half of them at full length:

@@ -340,6 +340,19 @@ class ContinuousScheduler {
   [[nodiscard]] std::span<const TokenId> tokens(RequestId id) const {
     return crec(id, "tokens").tokens;
   }
+  /// KV blocks of held request `id`, one per page in order (its prefix-cache hit first), valid
+  /// until the next mutating call: what an engine that offloads, exports or mirrors KV reads.
+  /// Between steps the pages hold `num_computed_tokens(id)` tokens; a waiting or preempted
+  /// request holds none (a locked prefix match is adopted when it is admitted). Throws
+  /// `Error{kInvalidArgument}` for an id not held. O(1).
+  [[nodiscard]] std::span<const BlockId> blocks(RequestId id) const {
+    return crec(id, "blocks").table.blocks();
+  }
+  /// Tokens of held request `id` whose KV its blocks hold (between steps; a step in flight adds
+  /// its planned rows at commit). Throws `Error{kInvalidArgument}` for an id not held.
+  [[nodiscard]] std::int64_t num_computed_tokens(RequestId id) const {
+    return crec(id, "num_computed_tokens").num_computed;
+  }
   /// Counters since construction.
   [[nodiscard]] const SchedulerStats& stats() const noexcept { return stats_; }
   /// One record per step (if config.record_step_metrics).
