@@ -18,6 +18,7 @@
 #include <inferkit/core/float8.hpp>
 #include <inferkit/core/int4.hpp>
 #include <inferkit/core/model_shape.hpp>
+#include <inferkit/core/request_id.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/core/token_id.hpp>
 #include <inferkit/engine/async_engine.hpp>
