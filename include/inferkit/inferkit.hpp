@@ -44,6 +44,7 @@
 #include <inferkit/perf/hardware.hpp>
 #include <inferkit/perf/kv_memory_planner.hpp>
 #include <inferkit/perf/roofline.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <inferkit/prefix/radix_tree.hpp>
 #include <inferkit/sched/continuous_scheduler.hpp>
 #include <inferkit/sched/request.hpp>
@@ -51,7 +52,6 @@
 #include <inferkit/sched/scheduling_policy.hpp>
 #include <inferkit/sched/serving_metrics.hpp>
 #include <inferkit/sched/static_scheduler.hpp>
-#include <inferkit/sched/step_plan.hpp>
 #include <inferkit/sim/cost_model.hpp>
 #include <inferkit/sim/linear_cost_model.hpp>
 #include <inferkit/sim/simulator.hpp>
