@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # THE test command. On a fresh Debian machine it installs what is missing, then, failing fast:
-# 1. checks formatting (clang-format), 2. builds the API reference with Doxygen, every warning an
-# error (scripts/docs.sh: an undocumented public name fails), 3. builds the dev preset (-Werror,
-# header self-containment check) and runs every test, including the package consumers,
-# then runs the server's pytest suite against build/dev/examples/serve, and the engine's tests
-# (the thread-safe serving front) under ThreadSanitizer,
+# 1. checks formatting (clang-format) and the layering of the headers' folders
+# (scripts/check-layers.py: each includes only folders on lower floors, no cycle), 2. builds the
+# API reference with Doxygen, every warning an error (scripts/docs.sh: an undocumented public
+# name fails), 3. builds the dev preset (-Werror, header self-containment check) and runs every
+# test, including the package consumers, then runs the server's pytest suite against
+# build/dev/examples/serve, and the engine's tests (the thread-safe serving front) under
+# ThreadSanitizer,
 # 4. builds and runs the tests again under AddressSanitizer + UBSan, 5. runs clang-tidy on a
 # chosen set of units, 6. fuzzes the parsers of untrusted input (scripts/fuzz.sh: libFuzzer with
 # ASan + UBSan, a short run each), 7. on x86-64, cross-builds a subset of the attention and KV
@@ -62,6 +64,14 @@ phase "clang-format"
 mapfile -t sources < <(git ls-files -co --exclude-standard -- include tests benchmarks examples |
   grep -E '\.(hpp|cpp|cuh|cu)$')
 clang-format --dry-run -Werror "${sources[@]}"
+
+phase "layers: each include/inferkit folder includes only folders on lower floors, no cycle"
+if python3 scripts/check-layers.py; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  fail "scripts/check-layers.py"
+fi
 
 phase "doxygen: the API reference, warnings are errors"
 bash scripts/docs.sh || fail "doxygen (scripts/docs.sh)"
