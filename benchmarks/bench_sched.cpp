@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <inferkit/kv/block_allocator.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <inferkit/prefix/radix_tree.hpp>
 #include <inferkit/sched/continuous_scheduler.hpp>
 #include <memory>

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # THE test command. On a fresh Debian machine it installs what is missing, then, failing fast:
-# 1. checks formatting (clang-format), 2. builds the API reference with Doxygen, every warning an
-# error (scripts/docs.sh: an undocumented public name fails), 3. builds the dev preset (-Werror,
+# 1. checks formatting (clang-format), the layering of the headers' folders
+# (scripts/check-layers.py: each includes only folders on lower floors, no cycle) and the docs
+# (scripts/check-docs.py), 2. builds the API reference with Doxygen, every warning an error
+# (scripts/docs.sh: an undocumented public name fails), 3. builds the dev preset (-Werror,
 # header self-containment check) and runs every test, including the package consumers,
 # then runs the server's pytest suite against build/dev/examples/serve, and the serving front's
 # concurrency tests (many clients, cancellation, drain) under ThreadSanitizer,
@@ -66,8 +68,18 @@ mapfile -t sources < <(git ls-files -co --exclude-standard -- include tests benc
   grep -E '\.(hpp|cpp|cuh|cu)$')
 clang-format --dry-run -Werror "${sources[@]}"
 
-phase "docs: README length, relative links and anchors, paths in backticks (scripts/check-docs.py)"
+phase "layers: each include/inferkit folder includes only folders on lower floors, no cycle"
+if python3 scripts/check-layers.py; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  fail "scripts/check-layers.py"
+fi
+
+phase "docs: README length, links, anchors and paths (check-docs.py); every header's Threads: line"
 python3 scripts/check-docs.py || fail "scripts/check-docs.py"
+passed=$((passed + 1))
+python3 scripts/check-threads.py || fail "scripts/check-threads.py (a public header's Threads: sentence)"
 passed=$((passed + 1))
 
 phase "doxygen: the API reference, warnings are errors"

@@ -19,6 +19,7 @@
 #include <inferkit/core/float8.hpp>
 #include <inferkit/core/int4.hpp>
 #include <inferkit/core/model_shape.hpp>
+#include <inferkit/core/request_id.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/core/token_id.hpp>
 #include <inferkit/engine/async_engine.hpp>
@@ -44,6 +45,7 @@
 #include <inferkit/perf/hardware.hpp>
 #include <inferkit/perf/kv_memory_planner.hpp>
 #include <inferkit/perf/roofline.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <inferkit/prefix/radix_tree.hpp>
 #include <inferkit/sched/continuous_scheduler.hpp>
 #include <inferkit/sched/request.hpp>
@@ -51,7 +53,6 @@
 #include <inferkit/sched/scheduling_policy.hpp>
 #include <inferkit/sched/serving_metrics.hpp>
 #include <inferkit/sched/static_scheduler.hpp>
-#include <inferkit/sched/step_plan.hpp>
 #include <inferkit/sim/cost_model.hpp>
 #include <inferkit/sim/linear_cost_model.hpp>
 #include <inferkit/sim/simulator.hpp>

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/kv/block_allocator.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <inferkit/prefix/radix_tree.hpp>
 #include <inferkit/sched/continuous_scheduler.hpp>
 #include <inferkit/sched/scheduling_policy.hpp>

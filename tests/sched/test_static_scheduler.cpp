@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <inferkit/kv/block_allocator.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <inferkit/sched/static_scheduler.hpp>
 #include <set>
 #include <tests/support/error_code.hpp>

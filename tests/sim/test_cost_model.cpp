@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <inferkit/core/model_shape.hpp>
 #include <inferkit/perf/hardware.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <inferkit/sim/cost_model.hpp>
 #include <string>
 #include <tests/support/error_code.hpp>

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/core/token_id.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <inferkit/sched/request.hpp>
-#include <inferkit/sched/step_plan.hpp>
 #include <span>
 #include <vector>
 

@@ -10,6 +10,7 @@
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
 #include <inferkit/model/llama_model.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <span>
 #include <vector>
 

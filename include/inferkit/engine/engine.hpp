@@ -18,6 +18,7 @@
 #include <inferkit/core/token_id.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/model/llama_model.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <inferkit/prefix/radix_tree.hpp>
 #include <inferkit/sched/continuous_scheduler.hpp>
 #include <inferkit/sched/request.hpp>

@@ -18,7 +18,7 @@
 #include <inferkit/model/gguf.hpp>
 #include <inferkit/model/llama_config.hpp>
 #include <inferkit/model/quantized_linear.hpp>
-#include <inferkit/sched/step_plan.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <span>
 #include <string>
 #include <vector>

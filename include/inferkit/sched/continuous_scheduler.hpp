@@ -19,6 +19,7 @@
 #include <inferkit/core/token_id.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <inferkit/prefix/radix_tree.hpp>
 #include <inferkit/sched/detail/page_store.hpp>
 #include <inferkit/sched/detail/sequence_record.hpp>
@@ -26,7 +27,6 @@
 #include <inferkit/sched/scheduler_config.hpp>
 #include <inferkit/sched/scheduling_policy.hpp>
 #include <inferkit/sched/serving_metrics.hpp>
-#include <inferkit/sched/step_plan.hpp>
 #include <limits>
 #include <optional>
 #include <set>

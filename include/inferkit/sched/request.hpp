@@ -9,15 +9,13 @@
 #include <cmath>
 #include <cstdint>
 #include <inferkit/core/error.hpp>
+#include <inferkit/core/request_id.hpp>
 #include <inferkit/core/token_id.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace inferkit {
-
-/// A request id chosen by the caller; unique among the requests a scheduler holds.
-using RequestId = std::int64_t;
 
 /// One generation request.
 struct Request {

@@ -17,7 +17,7 @@
 #include <inferkit/core/model_shape.hpp>
 #include <inferkit/perf/hardware.hpp>
 #include <inferkit/perf/roofline.hpp>
-#include <inferkit/sched/step_plan.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <span>
 #include <vector>
 

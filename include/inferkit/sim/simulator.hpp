@@ -14,9 +14,9 @@
 #include <cstdio>
 #include <inferkit/core/error.hpp>
 #include <inferkit/core/token_id.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <inferkit/sched/request.hpp>
 #include <inferkit/sched/serving_metrics.hpp>
-#include <inferkit/sched/step_plan.hpp>
 #include <inferkit/sim/cost_model.hpp>
 #include <inferkit/sim/workload.hpp>
 #include <span>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests for sched/step_plan.hpp: a real plan (decodes with drafts, a chunked prefill, a fresh
+// Tests for plan/step_plan.hpp: a real plan (decodes with drafts, a chunked prefill, a fresh
 // prompt) passes check_step_plan, and each single corruption of it is reported; the decode and
 // prefill sub-tables are valid views of their sequences.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <inferkit/kv/block_allocator.hpp>
+#include <inferkit/plan/step_plan.hpp>
 #include <inferkit/sched/continuous_scheduler.hpp>
-#include <inferkit/sched/step_plan.hpp>
 #include <string>
 #include <tests/support/error_code.hpp>
 #include <tests/support/fake_engine.hpp>
@@ -16,7 +16,7 @@ using namespace inferkit;
 using inferkit::test::code_of;
 
 TEST_CASE("check_step_plan: a scheduler's plan passes and every corruption is caught",
-          "[sched][step_plan]") {
+          "[plan][step_plan]") {
   BlockAllocator pool(64, 4);
   SchedulerConfig config;
   config.max_batched_tokens = 20;
@@ -76,7 +76,7 @@ TEST_CASE("check_step_plan: a scheduler's plan passes and every corruption is ca
   sched.commit(engine.run(plan), 2.0);
 }
 
-TEST_CASE("StepPlan: an empty plan has no sequences and valid empty views", "[sched][step_plan]") {
+TEST_CASE("StepPlan: an empty plan has no sequences and valid empty views", "[plan][step_plan]") {
   StepPlan p;
   p.block_size = 16;
   p.q_indptr = {0};

@@ -2,15 +2,18 @@
 // StepPlan: what a scheduler hands the engine for one step, already in the layout the attention
 // kernels take (q rows in token order, q_indptr, a begin/end page table, the slot of every new
 // token's K/V, the block copies copy-on-write needs first), and SequenceResult, what the engine
-// hands back to `commit`. `check_step_plan` verifies a plan's internal consistency.
+// hands back to `commit`. `check_step_plan` verifies a plan's internal consistency. The contract
+// between whoever schedules and whoever executes: below both (sched/, model/, sim/ stand on it).
+// Threads: plain values, and check_step_plan only reads: a plan may be read from any number of
+// threads while no one writes it (the scheduler rewrites it at its next schedule()).
 #pragma once
 
 #include <cstdint>
 #include <inferkit/core/error.hpp>
+#include <inferkit/core/request_id.hpp>
 #include <inferkit/core/token_id.hpp>
 #include <inferkit/kv/block_table.hpp>
 #include <inferkit/kv/paged_kv_view.hpp>
-#include <inferkit/sched/request.hpp>
 #include <span>
 #include <string>
 #include <unordered_set>
