@@ -125,13 +125,12 @@ struct Fixture {
 // What rebuilding a CSR page table of the plan's sequences costs (the baseline).
 std::int64_t csr_rebuild(const StepPlan& p, std::vector<std::int32_t>& indptr,
                          std::vector<std::int32_t>& indices) {
-  const inferkit::PageTableView pages = p.pages();
   indptr.resize(static_cast<std::size_t>(p.num_seqs()) + 1);
   indices.clear();
   indptr[0] = 0;
   for (std::int32_t s = 0; s < p.num_seqs(); ++s) {
-    indices.insert(indices.end(), p.page_indices + pages.page_begin(s),
-                   p.page_indices + pages.page_end(s));
+    const std::span<const std::int32_t> mine = p.sequence_pages(s);
+    indices.insert(indices.end(), mine.begin(), mine.end());
     indptr[static_cast<std::size_t>(s) + 1] = static_cast<std::int32_t>(indices.size());
   }
   return static_cast<std::int64_t>(indices.size());

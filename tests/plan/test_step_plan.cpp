@@ -2,11 +2,13 @@
 // Tests for plan/step_plan.hpp: a real plan (decodes with drafts, a chunked prefill, a fresh
 // prompt) passes check_step_plan, and each single corruption of it is reported; the decode and
 // prefill sub-tables are valid views of their sequences.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/plan/step_plan.hpp>
 #include <inferkit/sched/continuous_scheduler.hpp>
+#include <span>
 #include <string>
 #include <tests/support/error_code.hpp>
 #include <tests/support/fake_engine.hpp>
@@ -52,6 +54,14 @@ TEST_CASE("check_step_plan: a scheduler's plan passes and every corruption is ca
   CHECK(dec.seq_len(1, 4) == all.seq_len(1, 4));
   CHECK(pre.seq_len(0, 4) == all.seq_len(2, 4));
   CHECK(pre.page_begin(0) == all.page_begin(2));
+  // sequence_pages(s) is the page table's run for s, and each is the scheduler's table for it.
+  for (std::int32_t s = 0; s < plan.num_seqs(); ++s) {
+    const std::span<const std::int32_t> mine = plan.sequence_pages(s);
+    REQUIRE(mine.size() == static_cast<std::size_t>(all.num_pages(s)));
+    const std::span<const BlockId> table =
+        sched.blocks(plan.sequences[static_cast<std::size_t>(s)].request_id);
+    CHECK(std::equal(mine.begin(), mine.end(), table.begin(), table.end()));
+  }
 
   const auto broken = [&](auto&& mutate, const char* what) {
     StepPlan copy = plan;
@@ -73,6 +83,7 @@ TEST_CASE("check_step_plan: a scheduler's plan passes and every corruption is ca
   broken([](StepPlan& p) { p.last_page_len[2] -= 1; }, "page length");
   broken([](StepPlan& p) { p.prefill_q_indptr.push_back(99); }, "prefill_q_indptr");
   broken([](StepPlan& p) { p.token_ids.push_back(1); }, "row count");
+  broken([](StepPlan& p) { p.page_indices = p.page_indices.first(1); }, "pages outside the store");
   sched.commit(engine.run(plan), 2.0);
 }
 

@@ -45,7 +45,7 @@ inline std::vector<float> teacher_forced(const LlamaModel& model, std::span<cons
     plan.page_begin = {0};
     plan.page_end = {table.num_blocks()};
     plan.last_page_len = {table.last_block_tokens()};
-    plan.page_indices = table.blocks().data();
+    plan.page_indices = table.blocks();
     // Not a scheduler plan (every row samples), so check_step_plan does not apply.
     model.forward(plan, kv, ws,
                   std::span<float>(all).subspan(static_cast<std::size_t>(begin) * vocab,

@@ -63,9 +63,11 @@ struct StepPlan {
   std::vector<std::int32_t> page_begin;        ///< [num_seqs] offset of a sequence's first page
   std::vector<std::int32_t> page_end;          ///< [num_seqs] one past its last page
   std::vector<std::int32_t> last_page_len;     ///< [num_seqs] tokens in its last page
-  const std::int32_t* page_indices = nullptr;  ///< the scheduler's page store (block ids)
-  std::int32_t block_size = 0;                 ///< tokens per page
-  std::vector<RequestId> preempted;            ///< requests preempted while this step was planned
+  /// The page store the begin/end offsets index (block ids; the scheduler's, valid until its
+  /// next schedule()): every sequence's pages lie inside it, `sequence_pages(s)` gives them.
+  std::span<const std::int32_t> page_indices;
+  std::int32_t block_size = 0;       ///< tokens per page
+  std::vector<RequestId> preempted;  ///< requests preempted while this step was planned
 
   /// Sequences scheduled.
   [[nodiscard]] std::int32_t num_seqs() const noexcept {
@@ -79,6 +81,14 @@ struct StepPlan {
   [[nodiscard]] std::int32_t num_prefills() const noexcept { return num_seqs() - num_decodes; }
   /// Whether nothing is computed this step.
   [[nodiscard]] bool empty() const noexcept { return sequences.empty(); }
+  /// The pages (block ids) of sequence `s` in order, `[page_begin[s], page_end[s])` of the store.
+  /// Checked in debug builds only (INFERKIT_ASSERT), like an index.
+  [[nodiscard]] std::span<const std::int32_t> sequence_pages(std::int32_t s) const noexcept {
+    INFERKIT_ASSERT(s >= 0 && s < num_seqs());
+    const auto i = static_cast<std::size_t>(s);
+    return page_indices.subspan(static_cast<std::size_t>(page_begin[i]),
+                                static_cast<std::size_t>(page_end[i] - page_begin[i]));
+  }
   /// The page table of every sequence (begin/end form).
   [[nodiscard]] PageTableView pages() const noexcept { return sub_pages(0, num_seqs()); }
   /// The page table of the decodes, sequences [0, num_decodes).
@@ -91,9 +101,11 @@ struct StepPlan {
  private:
   [[nodiscard]] PageTableView sub_pages(std::int32_t first, std::int32_t count) const noexcept {
     const auto f = static_cast<std::size_t>(first);
-    if (count == 0) return PageTableView{page_begin.data(), page_indices, nullptr, 0, nullptr};
-    return PageTableView{page_begin.data() + f, page_indices, last_page_len.data() + f, count,
-                         page_end.data() + f};
+    if (count == 0) {
+      return PageTableView{page_begin.data(), page_indices.data(), nullptr, 0, nullptr};
+    }
+    return PageTableView{page_begin.data() + f, page_indices.data(), last_page_len.data() + f,
+                         count, page_end.data() + f};
   }
 };
 
@@ -105,7 +117,8 @@ struct SequenceResult {
   std::span<const TokenId> tokens;  ///< emitted tokens (valid during commit)
 };
 
-/// Checks that `plan` is consistent: every array has the size its comment gives, decodes come
+/// Checks that `plan` is consistent: every array has the size its comment gives, every
+/// sequence's pages lie inside `page_indices`, decodes come
 /// first and sample, q_indptr and positions follow the sequences, every slot is the page table's
 /// slot for its position, no two rows share a slot, and logits_indices lists each sampling
 /// sequence's last 1 + drafts rows. Throws `Error{kInvalidState}` describing the first violation.
@@ -143,6 +156,10 @@ inline void check_step_plan(const StepPlan& plan) {
     if (seq.num_new_tokens < 1 || seq.num_draft_tokens < 0 ||
         seq.num_draft_tokens >= seq.num_new_tokens || seq.num_cached_tokens < 0) {
       fail(name + "token counts");
+    }
+    if (plan.page_begin[s] < 0 || plan.page_end[s] < plan.page_begin[s] ||
+        static_cast<std::size_t>(plan.page_end[s]) > plan.page_indices.size()) {
+      fail(name + "pages outside page_indices");
     }
     if (decode && (!seq.samples || seq.num_new_tokens != 1 + seq.num_draft_tokens)) {
       fail(name + "a decode computes 1 + drafts tokens and samples");

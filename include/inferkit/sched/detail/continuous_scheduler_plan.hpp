@@ -270,7 +270,7 @@ void ContinuousScheduler<Policy>::finish_plan(double now, std::int64_t evictions
     plan_.page_begin[s] = pages_.begin(static_cast<std::size_t>(plan_slots_[s]));
     plan_.page_end[s] = pages_.end(static_cast<std::size_t>(plan_slots_[s]));
   }
-  plan_.page_indices = pages_.data();
+  plan_.page_indices = std::span<const std::int32_t>(pages_.data(), pages_.arena_size());
   if (tree_ != nullptr) tree_->flush();
   if (plan_.empty()) return;  // not a step: nothing is computed, nothing to commit
   ++stats_.steps;
