@@ -42,3 +42,15 @@ inferkit_find_cuobjdump() {
   fi
   [ -x "$site/nvidia/cu13/bin/cuobjdump" ] && export PATH="$site/nvidia/cu13/bin:$PATH"
 }
+
+# inferkit_serve_pytest [pytest args…]: the server's pytest suite (tests/serve) against the dev
+# build's examples serve and generate, with pytest and the official openai client from PyPI in a
+# venv of the build tree (build/serve-venv, created once).
+inferkit_serve_pytest() {
+  local venv=build/serve-venv
+  if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c "import openai" 2>/dev/null; then
+    python3 -m venv "$venv" && "$venv/bin/pip" install -q pytest openai || return
+  fi
+  SERVE_BIN=build/dev/examples/serve GENERATE_BIN=build/dev/examples/generate \
+    "$venv/bin/pytest" -q -p no:cacheprovider "$@" tests/serve
+}

@@ -96,16 +96,9 @@ cmake --build --preset dev
 run_ctest dev
 
 phase "serve: the OpenAI-compatible server over real sockets (pytest + the openai client)"
-# The official client and pytest from PyPI, in a venv of the build tree (created once).
-venv=build/serve-venv
-if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c "import openai" 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q pytest openai
-fi
 serve_log=$(mktemp)
 serve_rc=0
-SERVE_BIN=build/dev/examples/serve GENERATE_BIN=build/dev/examples/generate \
-  "$venv/bin/pytest" -q -p no:cacheprovider tests/serve 2>&1 | tee "$serve_log" || serve_rc=$?
+inferkit_serve_pytest 2>&1 | tee "$serve_log" || serve_rc=$?
 serve_passed=$(sed -n 's/.* \([0-9]*\) passed.*/\1/p; s/^\([0-9]*\) passed.*/\1/p' "$serve_log" | tail -1)
 serve_failed=$(sed -n 's/.* \([0-9]*\) failed.*/\1/p; s/^\([0-9]*\) failed.*/\1/p' "$serve_log" | tail -1)
 rm -f "$serve_log"
