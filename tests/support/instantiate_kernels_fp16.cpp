@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
+// Compiles the CPU attention kernels for float16 KV (the real model's) once, into a library the
+// attention, model and engine test binaries share (tests/CMakeLists.txt): the model and engine
+// tests reach these kernels through LlamaModel's forward and, declared `extern template` by
+// tests/support/attention_kernels.hpp (forced into their TUs: tests/CMakeLists.txt), no longer
+// compile their own copy in every TU.
+#include <tests/support/attention_kernels.hpp>
+
+namespace inferkit::detail {
+
+INFERKIT_TEST_FOR_EACH_PATH(INFERKIT_TEST_DEFINE_KERNEL, float16)
+
+}  // namespace inferkit::detail
