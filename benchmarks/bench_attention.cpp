@@ -9,7 +9,9 @@
 // fp8 e4m3 and int8 KV (bytes read: codes plus scales), and a "plain consumer": the same kernels
 // compiled in a TU with no -m flag (plain_consumer.cpp, always built as a distribution builds),
 // timed in the same iterations as this TU's, so ratio_plain_vs_this_build says what a user who
-// does not pass -march=native gets. The kernels take the path core/cpu_isa.hpp picks:
+// does not pass -march=native gets; and one layer of a step whose q, k and v come from a fused
+// QKV projection, read in place through the strides against copied out first (the copy time
+// the strides remove). The kernels take the path core/cpu_isa.hpp picks:
 // INFERKIT_CPU_ISA=avx512|avx2|baseline forces one (BM_StreamRead's label says which ran).
 // Run: OMP_NUM_THREADS=2 ./inferkit_bench_attention
 // GCC 12's AVX-512 intrinsics (used by Eigen and below) self-initialize "undefined" operands,
@@ -32,9 +34,12 @@
 #include <inferkit/core/float16.hpp>
 #include <inferkit/core/float8.hpp>
 #include <inferkit/core/rng.hpp>
+#include <inferkit/kv/paged_kv_cache.hpp>
+#include <inferkit/kv/paged_kv_view.hpp>
 #include <memory>
 #include <new>
 #include <numeric>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -654,6 +659,110 @@ void BM_PagedPrefill(benchmark::State& state) {
   state.counters["ratio_vs_eigen_gemm"] = (flops / sec) / (gemm_flops / gemm_sec);
 }
 
+/// One layer of a step whose q, k and v come from one fused QKV projection [tokens][(32 + 2 * 8)
+/// * 128] fp32 (as an engine computes them): the K/V append into an fp16 PagedKVCache, then
+/// paged_prefill over `seqs` sequences of `ctx` tokens, `new_tokens` new each (1: a decode
+/// batch; more: a prefill chunk). Each iteration times, alternately first, the copy path (q, k
+/// and v copied out of the fused rows into packed buffers, the pre-strides way) and the in-place
+/// path (append through row_stride, attention through q_row_stride), which store and compute
+/// the same bits. ratio_in_place_vs_copy = copy path time / in-place time; copy_fraction = the
+/// copies' share of the copy path (timed alone in the same iterations); us_saved_per_layer.
+void BM_FusedQkv_InPlaceVsCopy(benchmark::State& state) {
+  const auto seqs = static_cast<std::int32_t>(state.range(0));
+  const auto new_tokens = static_cast<std::int32_t>(state.range(1));
+  const auto ctx = static_cast<std::int32_t>(state.range(2));
+  const std::int32_t tokens = seqs * new_tokens;
+  const std::int64_t q_width = std::int64_t{kQoHeads} * kHeadDim;
+  const std::int64_t kv_width = std::int64_t{kKvHeads} * kHeadDim;
+  const std::int64_t row = q_width + 2 * kv_width;
+  const std::int32_t pages_per_seq = (ctx + kBlockSize - 1) / kBlockSize;
+  PagedKVCache<float16> cache(
+      PagedKVCacheShape{1, seqs * pages_per_seq, kBlockSize, kKvHeads, kHeadDim});
+  // Sequence s owns blocks [s * pages_per_seq, (s + 1) * pages_per_seq); its cached tokens hold
+  // random K/V, the step's tokens go to its last new_tokens slots.
+  std::vector<std::int32_t> indptr, indices, last_page_len, q_indptr = {0};
+  std::vector<std::int64_t> slots, cached_slots;
+  for (std::int32_t s = 0; s < seqs; ++s) {
+    indptr.push_back(s * pages_per_seq);
+    for (std::int32_t p = 0; p < pages_per_seq; ++p) indices.push_back(s * pages_per_seq + p);
+    last_page_len.push_back(ctx - (pages_per_seq - 1) * kBlockSize);
+    q_indptr.push_back(q_indptr.back() + new_tokens);
+    for (std::int32_t t = 0; t < ctx; ++t) {
+      (t < ctx - new_tokens ? cached_slots : slots)
+          .push_back(std::int64_t{s} * pages_per_seq * kBlockSize + t);
+    }
+  }
+  indptr.push_back(seqs * pages_per_seq);
+  const auto cached_kv =
+      random_queries(cached_slots.size() * static_cast<std::size_t>(kv_width), 5);
+  cache.append(0, cached_slots, cached_kv, cached_kv);
+  const auto fused = random_queries(static_cast<std::size_t>(tokens * row), 6);
+  std::vector<float> q(static_cast<std::size_t>(tokens * q_width));
+  std::vector<float> k(static_cast<std::size_t>(tokens * kv_width)), v(k.size());
+  std::vector<float> out(q.size());
+  PagedPrefillArgs<float16> args;
+  args.q_indptr = q_indptr.data();
+  args.kv = std::as_const(cache).view(0);
+  args.pages = PageTableView{indptr.data(), indices.data(), last_page_len.data(), seqs};
+  args.num_qo_heads = kQoHeads;
+  args.head_dim = kHeadDim;
+  args.out = out.data();
+  const auto part = [&](std::vector<float>& dst, std::int64_t offset, std::int64_t width) {
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      std::memcpy(dst.data() + t * width, fused.data() + t * row + offset,
+                  static_cast<std::size_t>(width) * sizeof(float));
+    }
+  };
+  const auto copies = [&] {
+    part(q, 0, q_width);
+    part(k, q_width, kv_width);
+    part(v, q_width + kv_width, kv_width);
+  };
+  const auto copy_path = [&] {
+    copies();
+    cache.append(0, slots, k, v);
+    args.q = q.data();
+    args.q_row_stride = 0;
+    paged_prefill(cpu{}, args);
+    benchmark::DoNotOptimize(out.data());
+  };
+  const auto extent = static_cast<std::size_t>((tokens - 1) * row + kv_width);
+  const auto in_place = [&] {
+    cache.append(0, slots, std::span<const float>(fused.data() + q_width, extent),
+                 std::span<const float>(fused.data() + q_width + kv_width, extent), row);
+    args.q = fused.data();
+    args.q_row_stride = row;
+    paged_prefill(cpu{}, args);
+    benchmark::DoNotOptimize(out.data());
+  };
+  double copy_s = 0.0, in_place_s = 0.0, copies_s = 0.0;
+  bool in_place_first = false;
+  for (auto _ : state) {
+    for (int i = 0; i < 2; ++i) {
+      const bool run_in_place = (i == 0) == in_place_first;
+      const auto t0 = Clock::now();
+      if (run_in_place) {
+        in_place();
+      } else {
+        copy_path();
+      }
+      (run_in_place ? in_place_s : copy_s) += seconds_since(t0);
+    }
+    const auto t0 = Clock::now();
+    copies();
+    benchmark::DoNotOptimize(q.data());
+    copies_s += seconds_since(t0);
+    in_place_first = !in_place_first;
+  }
+  const auto iterations =
+      static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1));
+  state.counters["ratio_in_place_vs_copy"] = copy_s / in_place_s;
+  state.counters["copy_fraction"] = copies_s / copy_s;
+  state.counters["us_saved_per_layer"] = (copy_s - in_place_s) / iterations * 1e6;
+  state.counters["copy_path_ms"] = copy_s / iterations * 1e3;
+  state.counters["threads"] = num_threads();
+}
+
 void BM_StreamRead(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(stream_bytes_per_second());
   state.counters["stream_bytes_per_second"] = stream_bytes_per_second();
@@ -790,6 +899,14 @@ BENCHMARK(BM_PagedPrefill)
     ->Args({512, 4096})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5)
+    ->UseRealTime();
+// A decode batch and a prefill chunk of Llama-3-8B-like heads.
+BENCHMARK(BM_FusedQkv_InPlaceVsCopy)
+    ->ArgNames({"seqs", "new_tokens", "ctx"})
+    ->Args({32, 1, 1024})
+    ->Args({1, 512, 512})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.3)
     ->UseRealTime();
 #if INFERKIT_BENCH_PLAIN_CONSUMER
 BENCHMARK(BM_PlainConsumerDecode)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of paged_decode (CPU) against the double-precision reference on randomized paged KV:
 // every KV dtype, head_dim 64/128/256 and odd sizes, GQA groups 1/4/7/8, page sizes 1/8/16/32,
-// shuffled page tables, NaN in unwritten slots, mixed short/long batches, split-KV determinism.
+// shuffled page tables, NaN in unwritten slots, mixed short/long batches, split-KV determinism,
+// and q read in place from a fused QKV projection (q strides) on every instruction-set path.
 //
 // Tolerances: the reference is fed exactly the dequantized values the kernel reads (to_float(q)
 // * scale, in float), so the dtype only changes the data, not the error budget: what remains is
@@ -21,8 +22,11 @@
 #include <span>
 #include <string>
 #include <tests/support/attention_kernels.hpp>
+#include <tests/support/cpu_paths.hpp>
 #include <tests/support/error_code.hpp>
+#include <tests/support/fused_qkv.hpp>
 #include <tests/support/paged_fixture.hpp>
+#include <utility>
 #include <vector>
 
 #if INFERKIT_HAS_OPENMP
@@ -375,6 +379,104 @@ TEST_CASE("paged_decode: the portable path matches the reference", "[attention][
   }
 }
 
+TEMPLATE_TEST_CASE("paged_decode: q read in place from a fused QKV buffer gives the packed bits",
+                   "[attention][paged_decode]", INFERKIT_TEST_CPU_PATHS) {
+  // The engine's layout: one projection [tokens][(Hq + 2 Hkv) * D], q its first Hq heads. Read
+  // through q_row_stride (and, second, with a gap between heads), every path must give the bits
+  // of the packed copy, and the strided reference must agree. Groups 1 and 4, head_dim 64 and
+  // 128, one and two queries per sequence, a long sequence split into merged chunks.
+  using Kernels = TestType;
+  if (!test::path_runs_here<Kernels>()) return;
+  std::uint64_t seed = 1300;
+  for (const std::int32_t head_dim : {64, 128}) {
+    for (const std::int32_t group : {1, 4}) {
+      for (const std::int32_t q_per_seq : {1, 2}) {
+        for (const std::int64_t head_gap : {std::int64_t{0}, std::int64_t{16}}) {
+          Rng rng(seed++);
+          constexpr std::int32_t kKvHeads = 2;
+          const std::vector<std::int64_t> lens = {1 + (q_per_seq - 1), 37, 300};
+          const auto f = make_paged_kv<bfloat16>(rng, lens, kKvHeads, 16, head_dim);
+          const std::int32_t qo_heads = kKvHeads * group;
+          const auto tokens = static_cast<std::int64_t>(lens.size()) * q_per_seq;
+          const test::FusedQkv<float> qkv(rng, tokens, qo_heads, kKvHeads, head_dim, head_gap);
+          INFO("path " << std::string(to_string(Kernels::kIsa)) << " head_dim " << head_dim
+                       << " group " << group << " q_per_seq " << q_per_seq << " head gap "
+                       << head_gap);
+          const auto run = [&](const float* q, std::int64_t row_stride, std::int64_t head_stride) {
+            DecodeResult r;
+            r.out.assign(static_cast<std::size_t>(tokens * qo_heads * head_dim), -7.0f);
+            r.lse.assign(static_cast<std::size_t>(tokens * qo_heads), -7.0f);
+            PagedDecodeArgs<bfloat16> args;
+            args.q = q;
+            args.q_row_stride = row_stride;
+            args.q_head_stride = head_stride;
+            args.kv = f.view();
+            args.pages = f.table();
+            args.num_qo_heads = qo_heads;
+            args.head_dim = head_dim;
+            args.q_per_seq = q_per_seq;
+            args.out = r.out.data();
+            args.lse = r.lse.data();
+            args.kv_split_tokens = 64;
+            validate(args);
+            detail::dispatch_paged_attention<Kernels>(detail::make_problem(args));
+            return r;
+          };
+          const std::vector<float> packed = qkv.packed_q();
+          const DecodeResult want = run(packed.data(), 0, 0);
+          const DecodeResult got = run(qkv.q(), qkv.row_stride(), qkv.head_stride());
+          CHECK(test::same_bits(got.out, want.out));
+          CHECK(test::same_bits(got.lse, want.lse));
+          const auto row = static_cast<std::int64_t>(q_per_seq) * qo_heads;
+          for (std::int32_t s = 0; s < f.num_seqs(); ++s) {
+            std::vector<double> ref_out, ref_lse;
+            test::strided_reference(f, s, qkv, s * std::int64_t{q_per_seq}, q_per_seq,
+                                    AttentionParams{}, ref_out, ref_lse);
+            CHECK(max_abs_diff(std::span<const float>(got.out).subspan(
+                                   static_cast<std::size_t>(s * row * head_dim),
+                                   static_cast<std::size_t>(row * head_dim)),
+                               ref_out) <= kOutTol);
+            CHECK(
+                max_abs_diff(std::span<const float>(got.lse).subspan(
+                                 static_cast<std::size_t>(s * row), static_cast<std::size_t>(row)),
+                             ref_lse) <= kLseTol);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("paged_decode: 16-bit q read in place from a fused QKV buffer",
+                   "[attention][paged_decode]", float16, bfloat16) {
+  // The public entry with 16-bit q (converted through fp32): strided in place gives the bits of
+  // the packed copy.
+  using QO = TestType;
+  Rng rng(1400);
+  const auto f = make_paged_kv<float16>(rng, {5, 40, 130}, 2, 16, 128);
+  const test::FusedQkv<QO> qkv(rng, 3, 8, 2, 128, 0);
+  const auto run = [&](const QO* q, std::int64_t row_stride) {
+    std::vector<QO> out(3 * 8 * 128);
+    std::vector<float> lse(3 * 8);
+    PagedDecodeArgs<float16, QO> args;
+    args.q = q;
+    args.q_row_stride = row_stride;
+    args.kv = f.view();
+    args.pages = f.table();
+    args.num_qo_heads = 8;
+    args.head_dim = 128;
+    args.out = out.data();
+    args.lse = lse.data();
+    paged_decode(cpu{}, args);
+    return std::make_pair(out, lse);
+  };
+  const std::vector<QO> packed = qkv.packed_q();
+  const auto want = run(packed.data(), 0);
+  const auto got = run(qkv.q(), qkv.row_stride());
+  CHECK(test::same_bits(got.first, want.first));
+  CHECK(test::same_bits(got.second, want.second));
+}
+
 TEST_CASE("paged_decode: bad arguments throw before any output is written",
           "[attention][paged_decode]") {
   Rng rng(3);
@@ -438,6 +540,33 @@ TEST_CASE("paged_decode: bad arguments throw before any output is written",
   SECTION("bad params") {
     auto bad = args;
     bad.params.window_left = -2;
+    expect_error(bad, ErrorCode::kInvalidArgument);
+  }
+  SECTION("q strides smaller than packed name the stride, its value and the limit") {
+    std::string message;
+    auto bad = args;
+    bad.q_row_stride = 8 * 64 - 1;
+    CHECK(test::code_of([&] { paged_decode(cpu{}, bad); }, &message) ==
+          ErrorCode::kInvalidArgument);
+    CHECK_THAT(message, Catch::Contains("q_row_stride = 511") && Catch::Contains("= 512"));
+    expect_error(bad, ErrorCode::kInvalidArgument);
+    bad = args;
+    bad.q_head_stride = 63;
+    CHECK(test::code_of([&] { paged_decode(cpu{}, bad); }, &message) ==
+          ErrorCode::kInvalidArgument);
+    CHECK_THAT(message, Catch::Contains("q_head_stride = 63") && Catch::Contains("= 64"));
+    expect_error(bad, ErrorCode::kInvalidArgument);
+    // A head stride of 80 makes a row 7 * 80 + 64 = 624 elements: the packed 512 overlaps.
+    bad.q_head_stride = 80;
+    bad.q_row_stride = 512;
+    CHECK(test::code_of([&] { paged_decode(cpu{}, bad); }, &message) ==
+          ErrorCode::kInvalidArgument);
+    CHECK_THAT(message, Catch::Contains("q_row_stride = 512") && Catch::Contains("= 624"));
+    expect_error(bad, ErrorCode::kInvalidArgument);
+    bad.q_row_stride = -1;
+    expect_error(bad, ErrorCode::kInvalidArgument);
+    bad = args;
+    bad.q_head_stride = -64;
     expect_error(bad, ErrorCode::kInvalidArgument);
   }
   SECTION("begin/end tables: an end before its begin, a negative begin, a bad id in a run") {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of paged_prefill (CPU) against the double-precision reference: chunked prefill of new
 // tokens over cached pages (causal, sliding window, soft cap), tree masks from speculative
-// verification, batches mixing chunk sizes, every KV dtype, and agreement with paged_decode.
+// verification, batches mixing chunk sizes, every KV dtype, agreement with paged_decode, and q
+// read in place from a fused QKV projection (q strides) on every instruction-set path.
 // Tolerances as in test_paged_decode.cpp: the reference reads the same dequantized values, so
 // only fp32 accumulation error remains (2e-5 on outputs and natural-log LSE).
 #include <catch2/catch.hpp>
@@ -12,8 +13,13 @@
 #include <inferkit/core/float16.hpp>
 #include <inferkit/core/float8.hpp>
 #include <inferkit/core/rng.hpp>
+#include <string>
 #include <tests/support/attention_kernels.hpp>
+#include <tests/support/cpu_paths.hpp>
+#include <tests/support/error_code.hpp>
+#include <tests/support/fused_qkv.hpp>
 #include <tests/support/paged_fixture.hpp>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -198,6 +204,97 @@ TEST_CASE("paged_prefill: a begin/end page table with gaps gives the same bits a
   CHECK(run(g.view(0, 4)) == run(f.table()));
 }
 
+TEMPLATE_TEST_CASE("paged_prefill: q read in place from a fused QKV buffer gives the packed bits",
+                   "[attention][paged_prefill]", INFERKIT_TEST_CPU_PATHS) {
+  // As the decode case: a chunked-prefill batch (whole prompt, a chunk over cached pages, one
+  // token) reads q from [tokens][(Hq + 2 Hkv) * D] through q_row_stride (then with a gap between
+  // heads too); every path gives the bits of the packed copy and agrees with the reference.
+  using Kernels = TestType;
+  if (!test::path_runs_here<Kernels>()) return;
+  std::uint64_t seed = 2300;
+  const std::vector<std::int64_t> lens = {40, 300, 17};
+  const std::vector<std::int32_t> q_indptr = {0, 40, 110, 111};
+  const std::int64_t tokens = q_indptr.back();
+  for (const std::int32_t head_dim : {64, 128}) {
+    for (const std::int32_t group : {1, 4}) {
+      for (const std::int64_t head_gap : {std::int64_t{0}, std::int64_t{16}}) {
+        Rng rng(seed++);
+        constexpr std::int32_t kKvHeads = 2;
+        const auto f = make_paged_kv<float16>(rng, lens, kKvHeads, 16, head_dim);
+        const std::int32_t qo_heads = kKvHeads * group;
+        const test::FusedQkv<float> qkv(rng, tokens, qo_heads, kKvHeads, head_dim, head_gap);
+        INFO("path " << std::string(to_string(Kernels::kIsa)) << " head_dim " << head_dim
+                     << " group " << group << " head gap " << head_gap);
+        const auto run = [&](const float* q, std::int64_t row_stride, std::int64_t head_stride) {
+          std::pair<std::vector<float>, std::vector<float>> r;
+          r.first.assign(static_cast<std::size_t>(tokens * qo_heads * head_dim), -7.0f);
+          r.second.assign(static_cast<std::size_t>(tokens * qo_heads), -7.0f);
+          PagedPrefillArgs<float16> args;
+          args.q = q;
+          args.q_row_stride = row_stride;
+          args.q_head_stride = head_stride;
+          args.q_indptr = q_indptr.data();
+          args.kv = f.view();
+          args.pages = f.table();
+          args.num_qo_heads = qo_heads;
+          args.head_dim = head_dim;
+          args.out = r.first.data();
+          args.lse = r.second.data();
+          args.kv_split_tokens = 64;
+          validate(args);
+          detail::dispatch_paged_attention<Kernels>(detail::make_problem(args));
+          return r;
+        };
+        const std::vector<float> packed = qkv.packed_q();
+        const auto want = run(packed.data(), 0, 0);
+        const auto got = run(qkv.q(), qkv.row_stride(), qkv.head_stride());
+        CHECK(test::same_bits(got.first, want.first));
+        CHECK(test::same_bits(got.second, want.second));
+        const auto row = static_cast<std::size_t>(qo_heads);
+        const auto dim = static_cast<std::size_t>(head_dim);
+        for (std::int32_t s = 0; s < f.num_seqs(); ++s) {
+          const auto b = static_cast<std::size_t>(q_indptr[static_cast<std::size_t>(s)]);
+          const auto n = static_cast<std::size_t>(q_indptr[static_cast<std::size_t>(s) + 1]) - b;
+          std::vector<double> ref_out, ref_lse;
+          test::strided_reference(f, s, qkv, static_cast<std::int64_t>(b),
+                                  static_cast<std::int32_t>(n), AttentionParams{}, ref_out,
+                                  ref_lse);
+          CHECK(
+              max_abs_diff(std::span<const float>(got.first).subspan(b * row * dim, n * row * dim),
+                           ref_out) <= kOutTol);
+          CHECK(max_abs_diff(std::span<const float>(got.second).subspan(b * row, n * row),
+                             ref_lse) <= kLseTol);
+        }
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("paged_prefill: 16-bit q read in place from a fused QKV buffer",
+                   "[attention][paged_prefill]", float16, bfloat16) {
+  using QO = TestType;
+  Rng rng(2400);
+  const auto f = make_paged_kv<bfloat16>(rng, {30, 70}, 1, 16, 64);
+  const std::vector<std::int32_t> q_indptr = {0, 30, 40};
+  const test::FusedQkv<QO> qkv(rng, 40, 4, 1, 64, 0);
+  const auto run = [&](const QO* q, std::int64_t row_stride) {
+    std::vector<QO> out(40 * 4 * 64);
+    PagedPrefillArgs<bfloat16, QO> args;
+    args.q = q;
+    args.q_row_stride = row_stride;
+    args.q_indptr = q_indptr.data();
+    args.kv = f.view();
+    args.pages = f.table();
+    args.num_qo_heads = 4;
+    args.head_dim = 64;
+    args.out = out.data();
+    paged_prefill(cpu{}, args);
+    return out;
+  };
+  const std::vector<QO> packed = qkv.packed_q();
+  CHECK(test::same_bits(run(qkv.q(), qkv.row_stride()), run(packed.data(), 0)));
+}
+
 TEST_CASE("paged_prefill: bad arguments throw before any output is written",
           "[attention][paged_prefill]") {
   Rng rng(4);
@@ -219,6 +316,25 @@ TEST_CASE("paged_prefill: bad arguments throw before any output is written",
   q_indptr = {1, 5, 9};
   CHECK_THROWS_AS(paged_prefill(cpu{}, args), Error);
   args.q_indptr = nullptr;
+  CHECK_THROWS_AS(paged_prefill(cpu{}, args), Error);
+  q_indptr = {0, 4, 5};  // valid again: only the strides are wrong below
+  args.q_indptr = q_indptr.data();
+  std::string message;
+  args.q_row_stride = 4 * 64 - 1;
+  CHECK(test::code_of([&] { paged_prefill(cpu{}, args); }, &message) ==
+        ErrorCode::kInvalidArgument);
+  CHECK_THAT(message, Catch::Contains("q_row_stride = 255") && Catch::Contains("= 256"));
+  args.q_row_stride = 0;
+  args.q_head_stride = 32;
+  CHECK(test::code_of([&] { paged_prefill(cpu{}, args); }, &message) ==
+        ErrorCode::kInvalidArgument);
+  CHECK_THAT(message, Catch::Contains("q_head_stride = 32") && Catch::Contains("= 64"));
+  CHECK(out == std::vector<float>(10 * 4 * 64, 3.0f));
+  args.q_head_stride = 0;
+  paged_prefill(cpu{}, args);  // the same call with packed strides runs
+  CHECK(out != std::vector<float>(10 * 4 * 64, 3.0f));
+  out.assign(out.size(), 3.0f);
+  args.q_row_stride = -5;
   CHECK_THROWS_AS(paged_prefill(cpu{}, args), Error);
   CHECK(out == std::vector<float>(10 * 4 * 64, 3.0f));
 }

@@ -416,6 +416,47 @@ TEST_CASE("reference_attention: lse normalizes the visible probabilities",
   }
 }
 
+TEST_CASE("reference_attention: a strided q gives the bits of its packed copy",
+          "[attention][reference]") {
+  // q read in place from a fused QKV buffer [tokens][(Hq + 2 Hkv) * D] (row stride), and with
+  // a gap between heads (head stride > head_dim): the same arithmetic on the same values.
+  Rng rng(4242);
+  for (const int group : {1, 4}) {
+    const AttentionShape packed{5, 9, 2 * group, 2, 8};
+    const std::int64_t hq = packed.num_qo_heads;
+    const std::int64_t d = packed.head_dim;
+    for (const std::int64_t head_stride : {std::int64_t{0}, d + 3}) {
+      const std::int64_t head = head_stride != 0 ? head_stride : d;
+      const std::int64_t row_stride = (hq - 1) * head + d + 2 * 2 * d;  // + the K and V heads
+      const auto fused = random_tensor<double>(rng, packed.num_q_tokens * row_stride);
+      std::vector<double> q(sz(packed.num_q_tokens * hq * d));
+      for (std::int64_t i = 0; i < packed.num_q_tokens; ++i) {
+        for (std::int64_t h = 0; h < hq; ++h) {
+          for (std::int64_t e = 0; e < d; ++e) {
+            q[sz((i * hq + h) * d + e)] = fused[sz(i * row_stride + h * head + e)];
+          }
+        }
+      }
+      const auto k = random_tensor<double>(rng, 9 * 2 * d);
+      const auto v = random_tensor<double>(rng, 9 * 2 * d);
+      AttentionShape strided = packed;
+      strided.q_row_stride = row_stride;
+      strided.q_head_stride = head_stride;
+      const Result want = run_reference(q, k, v, packed, AttentionParams{});
+      const Result got = run_reference(fused, k, v, strided, AttentionParams{});
+      INFO("group " << group << " head stride " << head_stride);
+      CHECK(got.out == want.out);
+      CHECK(got.lse == want.lse);
+      // A window that ends right after the last element read is enough.
+      const std::int64_t extent = (packed.num_q_tokens - 1) * row_stride + (hq - 1) * head + d;
+      Result cut = want;
+      reference_attention<double>(std::span(fused).first(sz(extent)), k, v, strided,
+                                  AttentionParams{}, cut.out, cut.lse);
+      CHECK(cut.out == want.out);
+    }
+  }
+}
+
 TEST_CASE("reference_attention: bad arguments throw and write nothing", "[attention][reference]") {
   const AttentionShape s{2, 3, 4, 2, 4};
   std::vector<float> q(2 * 4 * 4, 0.5f), k(3 * 2 * 4, 0.5f), v(3 * 2 * 4, 0.5f);
@@ -457,6 +498,25 @@ TEST_CASE("reference_attention: bad arguments throw and write nothing", "[attent
     bad.sm_scale = std::numeric_limits<float>::quiet_NaN();
     CHECK(call(s, q, k, v, out, lse, mask, bad) == ErrorCode::kInvalidArgument);
     CHECK_THAT(msg, Catch::Contains("sm_scale"));
+  }
+  SECTION("q strides smaller than packed, and a q too short for its strides") {
+    AttentionShape bad = s;
+    bad.q_head_stride = 3;
+    CHECK(call(bad, q, k, v, out, lse, mask) == ErrorCode::kInvalidArgument);
+    CHECK_THAT(msg, Catch::Contains("shape.q_head_stride = 3") && Catch::Contains("= 4"));
+    bad = s;
+    bad.q_row_stride = 15;  // 4 heads x 4 elements
+    CHECK(call(bad, q, k, v, out, lse, mask) == ErrorCode::kInvalidArgument);
+    CHECK_THAT(msg, Catch::Contains("shape.q_row_stride = 15") && Catch::Contains("= 16"));
+    bad.q_head_stride = 5;  // rows then span 3 * 5 + 4 = 19 elements
+    bad.q_row_stride = 18;
+    CHECK(call(bad, q, k, v, out, lse, mask) == ErrorCode::kInvalidArgument);
+    CHECK_THAT(msg, Catch::Contains("q_row_stride = 18") && Catch::Contains("= 19"));
+    bad.q_row_stride = -1;
+    CHECK(call(bad, q, k, v, out, lse, mask) == ErrorCode::kInvalidArgument);
+    bad.q_row_stride = 20;  // 20 + 19 = 39 elements needed, q has 32
+    CHECK(call(bad, q, k, v, out, lse, mask) == ErrorCode::kInvalidArgument);
+    CHECK_THAT(msg, Catch::Contains("q.size() = 32") && Catch::Contains("39"));
   }
   SECTION("n_kv < n_q is fine when not causal") {
     AttentionParams nc;

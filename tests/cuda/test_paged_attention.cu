@@ -4,7 +4,7 @@
 // (shuffled pages, NaN in every unwritten slot): head_dim 64/128/256, GQA 1/4/8, page sizes
 // 1/16/128, lengths 1 to 32K, every CUDA KV dtype, fp32 and 16-bit q/out, q_per_seq > 1,
 // window / soft cap / non-causal / custom mask, forced and planned splits, batches beyond one
-// launch's kMaxPlanSeqs.
+// launch's kMaxPlanSeqs, and q read in place from a fused QKV buffer (q strides).
 //
 // Tolerances: decode runs fp32 math on the exact dequantized values, so only accumulation
 // order separates it from the reference (5e-5; 2e-4 at 32K keys), plus the rounding of a 16-bit
@@ -20,8 +20,10 @@
 #include <inferkit/core/rng.hpp>
 #include <tests/cuda/cpu_backend.hpp>
 #include <tests/cuda/cuda_test_support.cuh>
+#include <tests/support/fused_qkv.hpp>
 #include <tests/support/paged_fixture.hpp>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -212,6 +214,68 @@ void check_prefill(const Case& c, std::uint64_t seed, bool tree_mask = false) {
   }
 }
 
+/// q read in place from a fused QKV buffer [tokens][(Hq + 2 Hkv) * D] (q_row_stride) gives the
+/// bits of its packed copy: decode (one query per sequence) or chunked prefill, forced splits.
+template <class KV, class QO>
+void check_fused_qkv(std::int32_t head_dim, std::int32_t group, bool prefill, std::uint64_t seed) {
+  Rng rng(seed);
+  constexpr std::int32_t kKvHeads = 2;
+  const std::vector<std::int64_t> lens = {40, 300, 17};
+  const std::vector<std::int32_t> q_indptr =
+      prefill ? std::vector<std::int32_t>{0, 40, 110, 111} : std::vector<std::int32_t>{0, 1, 2, 3};
+  const auto f = test::make_paged_kv<KV>(rng, lens, kKvHeads, 16, head_dim);
+  const test::DevicePagedFixture<KV> d(f);
+  const std::int32_t qo_heads = kKvHeads * group;
+  const std::int64_t tokens = q_indptr.back();
+  const test::FusedQkv<QO> qkv(rng, tokens, qo_heads, kKvHeads, head_dim, 0);
+  const DeviceBuffer<QO> dfused(qkv.data());
+  const DeviceBuffer<QO> dpacked(qkv.packed_q());
+  const DeviceBuffer<std::int32_t> dindptr(q_indptr);
+  const auto rows = static_cast<std::size_t>(tokens * qo_heads);
+  const auto run = [&](const QO* q, std::int64_t row_stride) {
+    DeviceBuffer<QO> dout(rows * static_cast<std::size_t>(head_dim));
+    dout.fill_bytes(0xFF);
+    DeviceBuffer<float> dlse(rows);
+    if (prefill) {
+      PagedPrefillArgs<KV, QO> args;
+      args.q = q;
+      args.q_row_stride = row_stride;
+      args.q_indptr = dindptr.data();
+      args.host_q_indptr = q_indptr.data();
+      args.kv = d.view();
+      args.pages = d.pages();
+      args.host_pages = d.host_pages;
+      args.num_qo_heads = qo_heads;
+      args.head_dim = head_dim;
+      args.out = dout.data();
+      args.lse = dlse.data();
+      args.max_chunk_tokens = 64;
+      paged_prefill(cuda{}, args);
+    } else {
+      PagedDecodeArgs<KV, QO> args;
+      args.q = q;
+      args.q_row_stride = row_stride;
+      args.kv = d.view();
+      args.pages = d.pages();
+      args.host_pages = d.host_pages;
+      args.num_qo_heads = qo_heads;
+      args.head_dim = head_dim;
+      args.out = dout.data();
+      args.lse = dlse.data();
+      args.max_chunk_tokens = 64;
+      paged_decode(cuda{}, args);
+    }
+    test::finish_device();
+    return std::make_pair(dout.download(), dlse.download());
+  };
+  INFO(test::kv_type_name<KV>() << (prefill ? " prefill" : " decode") << " head_dim " << head_dim
+                                << " group " << group);
+  const auto want = run(dpacked.data(), 0);
+  const auto got = run(dfused.data(), qkv.row_stride());
+  CHECK(test::same_bits(got.first, want.first));
+  CHECK(test::same_bits(got.second, want.second));
+}
+
 AttentionParams windowed(std::int32_t w) {
   AttentionParams p;
   p.window_left = w;
@@ -300,4 +364,43 @@ TEST_CASE("paged_decode(cuda): rejects what the CUDA backend cannot run",
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::kUnsupported);
   }
+}
+
+TEST_CASE("paged attention(cuda): q read in place from a fused QKV buffer gives the packed bits",
+          "[cuda][paged_attention]") {
+  std::uint64_t seed = 600;
+  for (const std::int32_t head_dim : {64, 128}) {
+    for (const std::int32_t group : {1, 4}) {
+      for (const bool prefill : {false, true}) {
+        check_fused_qkv<float16, float>(head_dim, group, prefill, seed++);
+        check_fused_qkv<bfloat16, bfloat16>(head_dim, group, prefill, seed++);
+      }
+    }
+  }
+}
+
+TEST_CASE("paged_decode(cuda): q strides must be whole 16-byte vectors",
+          "[cuda][paged_attention]") {
+  Rng rng(2);
+  const auto f = test::make_paged_kv<float16>(rng, {10}, 1, 16, 64);
+  const test::DevicePagedFixture<float16> d(f);
+  DeviceBuffer<float16> q(4 * 64 + 8);
+  DeviceBuffer<float16> out(64);
+  PagedDecodeArgs<float16, float16> args;
+  args.q = q.data();
+  args.out = out.data();
+  args.kv = d.view();
+  args.pages = d.pages();
+  args.host_pages = d.host_pages;
+  args.num_qo_heads = 1;
+  args.head_dim = 64;
+  args.q_row_stride = 64 + 4;  // 136 bytes
+  CHECK_THROWS_AS(paged_decode(cuda{}, args), Error);
+  args.q_row_stride = 0;
+  args.q_head_stride = 64 + 2;
+  CHECK_THROWS_AS(paged_decode(cuda{}, args), Error);
+  args.q_head_stride = 0;
+  args.q_row_stride = 64 + 8;  // 144 bytes: runs
+  paged_decode(cuda{}, args);
+  test::finish_device();
 }

@@ -284,6 +284,29 @@ TEMPLATE_TEST_CASE("kv_row_kernels: every path rescales fp8 codes like the scala
   }
 }
 
+TEMPLATE_TEST_CASE("kv_row_kernels: every path widens fp16 and bf16 rows like the scalar type",
+                   "[kv][kv_quantization]", float16, bfloat16) {
+  // Every bit pattern (NaNs, infinities, subnormals, both zeros), then a tail the vector loops
+  // leave to scalar code; the 16-bit source elements of an append become these floats.
+  std::vector<TestType> all(65536 + 13);
+  for (std::size_t b = 0; b < all.size(); ++b) {
+    all[b] = TestType::from_bits(static_cast<std::uint16_t>(b % 65536));
+  }
+  for (const detail::KvRowKernels* k : runnable_paths()) {
+    INFO("path " << std::string(to_string(k->isa)));
+    for (const std::size_t first : {std::size_t{0}, std::size_t{3}}) {  // aligned and not
+      std::vector<float> wide(all.size() - first);
+      detail::convert_to_float(*k, all.data() + first, wide.data(), wide.size());
+      std::size_t mismatches = 0;
+      for (std::size_t i = 0; i < wide.size(); ++i) {
+        const float want = static_cast<float>(all[first + i]);
+        mismatches += std::memcmp(&wide[i], &want, sizeof(float)) != 0 ? 1 : 0;
+      }
+      CHECK(mismatches == 0);
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("convert_from_float: bulk conversion gives the scalar type's bits",
                    "[kv][kv_quantization]", float, float16, bfloat16, float8_e4m3) {
   Rng rng(9);

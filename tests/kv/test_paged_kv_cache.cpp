@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests for kv/paged_kv_cache.hpp: append through slot mappings then gather matches the input
 // within each storage type's error bound (fp32 exact, fp16/bf16 rounding, fp8 block scale,
-// int8/int4 per-token scales); the view layout; copy-on-write through copy_blocks; recycled
-// blocks; padding slots; and bad arguments leaving the storage unchanged.
+// int8/int4 per-token scales); fp16 / bf16 input, packed or read in place from a fused QKV
+// buffer through a row stride, stores the bits of its fp32 conversion in every storage type;
+// the view layout; copy-on-write through copy_blocks; recycled blocks; padding slots; and bad
+// arguments (row strides included) leaving the storage unchanged.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <inferkit/core/bfloat16.hpp>
+#include <inferkit/core/float16.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
 #include <inferkit/kv/paged_kv_cache.hpp>
+#include <span>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -166,6 +172,136 @@ TEMPLATE_TEST_CASE(
   SECTION("position-major") { check_large_append_matches_single_tokens<TestType>(true); }
   SECTION("sequence-major, the middle token inside a block") {
     check_large_append_matches_single_tokens<TestType>(false, 15, 22);
+  }
+}
+
+namespace {
+
+// Every stored byte of layer `layer`: K and V pages, then the scales and zero points there are.
+template <class T>
+std::vector<unsigned char> stored_bytes(const PagedKVCache<T>& cache, std::int32_t layer) {
+  const PagedKVView<const T> view = cache.view(layer);
+  const auto n = static_cast<std::size_t>(view.block_stride() * view.num_blocks);
+  std::vector<unsigned char> bytes;
+  const auto add = [&](const void* p, std::size_t count) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    bytes.insert(bytes.end(), b, b + count);
+  };
+  add(view.k, n * sizeof(T));
+  add(view.v, n * sizeof(T));
+  constexpr KVQuantization kScheme = KVStorageTraits<T>::kScheme;
+  std::size_t scales = 0;
+  if constexpr (kScheme == KVQuantization::kFp8BlockScale) {
+    scales =
+        static_cast<std::size_t>(view.num_blocks) * static_cast<std::size_t>(view.num_kv_heads);
+  } else if constexpr (kScheme != KVQuantization::kNone) {
+    scales = static_cast<std::size_t>(view.num_blocks) *
+             static_cast<std::size_t>(view.num_kv_heads) *
+             static_cast<std::size_t>(view.block_size);
+  }
+  if (scales != 0) {
+    add(view.k_scale, scales * sizeof(float));
+    add(view.v_scale, scales * sizeof(float));
+  }
+  if (view.k_zero != nullptr) {
+    add(view.k_zero, scales * sizeof(float));
+    add(view.v_zero, scales * sizeof(float));
+  }
+  return bytes;
+}
+
+// The engine's fused QKV layout of `In`: per token num_q_heads q heads, then the k heads, then
+// the v heads, random values of growing magnitude (fp8 blocks rescale as they fill).
+template <class In>
+std::vector<In> fused_qkv(Rng& rng, std::int64_t tokens, std::int64_t row,
+                          std::int64_t first_position) {
+  std::vector<In> x(static_cast<std::size_t>(tokens * row));
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    const float magnitude = 0.5f + 0.1f * static_cast<float>(first_position + t);
+    for (std::int64_t e = 0; e < row; ++e) {
+      x[static_cast<std::size_t>(t * row + e)] = In((2.0f * rng.uniform() - 1.0f) * magnitude);
+    }
+  }
+  return x;
+}
+
+// k (or v) of a fused buffer, packed [tokens][kv_heads * head_dim], in `Out`.
+template <class Out, class In>
+std::vector<Out> packed_part(const std::vector<In>& fused, std::int64_t row, std::int64_t offset,
+                             std::int64_t width) {
+  std::vector<Out> out;
+  for (std::size_t t = 0; t < fused.size() / static_cast<std::size_t>(row); ++t) {
+    for (std::int64_t e = 0; e < width; ++e) {
+      out.push_back(static_cast<Out>(
+          fused[t * static_cast<std::size_t>(row) + static_cast<std::size_t>(offset + e)]));
+    }
+  }
+  return out;
+}
+
+// Appends the same tokens to three caches: from fp32 conversions of `In` rows (the reference),
+// from packed `In` rows, and from `In` rows read in place from a fused QKV buffer through the
+// row stride; all three must hold the same bytes. A prefill chunk, decode steps, a padding slot,
+// then a chunk large enough to split over threads, into two layers.
+template <class T, class In>
+void check_16bit_and_strided_append(std::int32_t kv_heads, std::int32_t head_dim,
+                                    std::uint64_t seed) {
+  const PagedKVCacheShape shape{2, 40, 16, kv_heads, head_dim};
+  PagedKVCache<T> want(shape), packed(shape), strided(shape);
+  BlockAllocator allocator(shape.num_blocks, shape.block_size);
+  BlockTable table(shape.block_size);
+  std::vector<BlockCopy> copies;
+  Rng rng(seed);
+  constexpr std::int64_t kQHeads = 8;
+  const std::int64_t width = std::int64_t{kv_heads} * head_dim;
+  const std::int64_t row = kQHeads * head_dim + 2 * width;
+  std::int64_t position = 0;
+  for (const std::int64_t chunk : {7, 1, 1, 1, 300}) {
+    std::vector<std::int64_t> slots(static_cast<std::size_t>(chunk));
+    REQUIRE(table.append_tokens(allocator, chunk, slots, copies));
+    if (chunk == 7) slots[3] = -1;  // a padding token
+    for (std::int32_t layer = 0; layer < 2; ++layer) {
+      const std::vector<In> fused = fused_qkv<In>(rng, chunk, row, position);
+      const std::int64_t k_at = kQHeads * head_dim;
+      const std::int64_t v_at = k_at + width;
+      want.append(layer, slots, packed_part<float>(fused, row, k_at, width),
+                  packed_part<float>(fused, row, v_at, width));
+      packed.append(layer, slots, packed_part<In>(fused, row, k_at, width),
+                    packed_part<In>(fused, row, v_at, width));
+      // The spans end at their last token's row: the extent the row stride needs, no more.
+      const auto extent = static_cast<std::size_t>((chunk - 1) * row + width);
+      strided.append(layer, slots, std::span<const In>(fused.data() + k_at, extent),
+                     std::span<const In>(fused.data() + v_at, extent), row);
+      INFO("chunk " << chunk << " layer " << layer);
+      const auto reference = stored_bytes(std::as_const(want), layer);
+      CHECK(stored_bytes(std::as_const(packed), layer) == reference);
+      CHECK(stored_bytes(std::as_const(strided), layer) == reference);
+    }
+    position += chunk;
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE(
+    "PagedKVCache: fp16 and bf16 K/V, packed or read in place from a fused QKV buffer, store "
+    "the bits of their fp32 conversion",
+    "[kv][paged_kv_cache]", float, float16, bfloat16, float8_e4m3, float8_e5m2, std::int8_t,
+    std::uint8_t) {
+  SECTION("fp16 input, 2 heads of 64") {
+    check_16bit_and_strided_append<TestType, float16>(2, 64, 31);
+  }
+  SECTION("bf16 input, 2 heads of 128") {
+    check_16bit_and_strided_append<TestType, bfloat16>(2, 128, 32);
+  }
+  SECTION("fp16 input, 4 heads of 128") {
+    check_16bit_and_strided_append<TestType, float16>(4, 128, 33);
+  }
+  SECTION("bf16 input, 8 heads of 64") {
+    check_16bit_and_strided_append<TestType, bfloat16>(8, 64, 34);
+  }
+  SECTION("fp32 input read in place, 2 heads of 64") {
+    check_16bit_and_strided_append<TestType, float>(2, 64, 35);
   }
 }
 
@@ -437,4 +573,33 @@ TEST_CASE("PagedKVCache: bad arguments throw and leave the storage unchanged",
   expect(ErrorCode::kInvalidArgument, [&] { cache.gather(0, blocks, 1, k, v); });
   CHECK_THROWS_AS(PagedKVCache<float>(PagedKVCacheShape{0, 1, 1, 1, 1}), Error);
   CHECK_THROWS_AS(PagedKVCache<float>(PagedKVCacheShape{1, 1, 0, 1, 1}), Error);
+  // Row strides: below a packed row, or spans that stop before their last token's row.
+  const auto kv16 = std::vector<float16>(kv.size(), float16(0.5f));
+  std::string message;
+  expect(ErrorCode::kInvalidArgument, [&] {
+    try {
+      cache.append(0, ok_slots, kv, kv, 15);
+    } catch (const Error& e) {
+      message = e.what();
+      throw;
+    }
+  });
+  CHECK_THAT(message, Catch::Contains("row_stride = 15") && Catch::Contains("= 16"));
+  expect(ErrorCode::kInvalidArgument, [&] { cache.append(0, ok_slots, kv16, kv16, -16); });
+  const std::vector<bfloat16> strided(16 + 20, bfloat16(0.25f));  // 2 rows 20 apart: 36
+  expect(ErrorCode::kInvalidArgument, [&] {
+    try {
+      cache.append(0, ok_slots, std::span<const bfloat16>(strided).first(35), strided, 20);
+    } catch (const Error& e) {
+      message = e.what();
+      throw;
+    }
+  });
+  CHECK_THAT(message, Catch::Contains("k.size() = 35") && Catch::Contains("row_stride = 20"));
+  expect(ErrorCode::kInvalidArgument, [&] {
+    cache.append(0, ok_slots, strided, std::span<const bfloat16>(strided).first(35), 20);
+  });
+  expect(ErrorCode::kOutOfRange, [&] { cache.append(0, bad_slots, strided, strided, 20); });
+  cache.append(0, ok_slots, strided, strided, 20);  // the exact extent is enough
+  CHECK(raw() != before);
 }

@@ -16,6 +16,7 @@
 #include <inferkit/core/error.hpp>
 #include <inferkit/core/float16.hpp>
 #include <inferkit/kv/paged_kv_view.hpp>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -46,7 +47,17 @@ inline constexpr std::int32_t kDefaultKvSplitTokens = 2048;
 /// rest of the batch; `kv_split_tokens = 0` still means never split.
 template <class KV, class QO = float>
 struct PagedDecodeArgs {
-  const QO* q = nullptr;          ///< [num_seqs][q_per_seq][num_qo_heads][head_dim]
+  /// [num_seqs][q_per_seq][num_qo_heads][head_dim], packed unless the strides below say
+  /// otherwise: element d of head h of query token t is q[t * q_row_stride + h * q_head_stride
+  /// + d] (t counts every sequence's tokens in order, as the rows of out do).
+  const QO* q = nullptr;
+  /// Elements between consecutive query tokens of q; 0 means packed (num_qo_heads * head_dim).
+  /// A fused QKV projection [tokens][(num_qo_heads + 2 * num_kv_heads) * head_dim] passes its
+  /// row width here and is read in place. Otherwise at least
+  /// (num_qo_heads - 1) * q_head_stride + head_dim (rows may not overlap).
+  std::int64_t q_row_stride = 0;
+  /// Elements between consecutive heads of one query token; 0 means head_dim, else >= head_dim.
+  std::int64_t q_head_stride = 0;
   PagedKVView<const KV> kv;       ///< one layer's pages; kv.head_dim must equal head_dim
   PageTableView pages;            ///< sequence s owns pages [page_begin(s), page_end(s))
   std::int32_t num_qo_heads = 0;  ///< query heads; a multiple of kv.num_kv_heads (GQA)
@@ -73,7 +84,17 @@ struct PagedDecodeArgs {
 /// `host_q_indptr`.
 template <class KV, class QO = float>
 struct PagedPrefillArgs {
-  const QO* q = nullptr;                   ///< [q_indptr[num_seqs]][num_qo_heads][head_dim]
+  /// [q_indptr[num_seqs]][num_qo_heads][head_dim], packed unless the strides below say
+  /// otherwise: element d of head h of query token t is q[t * q_row_stride + h * q_head_stride
+  /// + d].
+  const QO* q = nullptr;
+  /// Elements between consecutive query tokens of q; 0 means packed (num_qo_heads * head_dim).
+  /// A fused QKV projection [tokens][(num_qo_heads + 2 * num_kv_heads) * head_dim] passes its
+  /// row width here and is read in place. Otherwise at least
+  /// (num_qo_heads - 1) * q_head_stride + head_dim (rows may not overlap).
+  std::int64_t q_row_stride = 0;
+  /// Elements between consecutive heads of one query token; 0 means head_dim, else >= head_dim.
+  std::int64_t q_head_stride = 0;
   const std::int32_t* q_indptr = nullptr;  ///< [num_seqs + 1], q_indptr[0] = 0, non-decreasing
   PagedKVView<const KV> kv;                ///< one layer's pages; kv.head_dim must equal head_dim
   PageTableView pages;                     ///< sequence s owns pages [page_begin(s), page_end(s))
@@ -97,6 +118,42 @@ struct PagedPrefillArgs {
 };
 
 namespace detail {
+
+/// The element strides of q actually used: zeros of the args resolved to the packed layout.
+struct QueryStrides {
+  std::int64_t row = 0;   ///< elements between consecutive query tokens
+  std::int64_t head = 0;  ///< elements between consecutive heads of one token
+};
+
+/// `args`' q strides with 0 resolved (row: num_qo_heads * head_dim, head: head_dim).
+template <class Args>
+QueryStrides resolved_q_strides(const Args& args) noexcept {
+  QueryStrides st;
+  st.head = args.q_head_stride != 0 ? args.q_head_stride : std::int64_t{args.head_dim};
+  st.row =
+      args.q_row_stride != 0 ? args.q_row_stride : std::int64_t{args.num_qo_heads} * args.head_dim;
+  return st;
+}
+
+/// Checks the q strides of `args` (after num_qo_heads and head_dim are known to be valid):
+/// q_head_stride 0 or >= head_dim; q_row_stride 0 or at least a row's extent, so no two query
+/// rows overlap.
+template <class Args>
+void validate_q_strides(const Args& args) {
+  const std::int64_t dim = args.head_dim;
+  check_arg(args.q_head_stride == 0 || args.q_head_stride >= dim, ErrorCode::kInvalidArgument,
+            "q_head_stride", args.q_head_stride, "must be 0 (packed) or >= head_dim =", dim);
+  const std::int64_t head = args.q_head_stride != 0 ? args.q_head_stride : dim;
+  const std::int64_t gaps = std::int64_t{args.num_qo_heads} - 1;
+  // Saturates instead of overflowing for absurd head strides (no row stride can then pass).
+  const std::int64_t extent =
+      gaps > 0 && head > (std::numeric_limits<std::int64_t>::max() - dim) / gaps
+          ? std::numeric_limits<std::int64_t>::max()
+          : gaps * head + dim;
+  check_arg(args.q_row_stride == 0 || args.q_row_stride >= extent, ErrorCode::kInvalidArgument,
+            "q_row_stride", args.q_row_stride,
+            "must be 0 (packed) or >= (num_qo_heads - 1) * q_head_stride + head_dim =", extent);
+}
 
 /// Element types of q and out: float, float16, bfloat16.
 template <class QO>
@@ -194,7 +251,8 @@ void validate_kv_and_pages(const PagedKVView<const KV>& kv, const PageTableView&
 /// Checks decode arguments (reads the page tables, so they must be host memory); throws
 /// `Error` naming the argument, its value and the limit: head_dim != kv.head_dim,
 /// num_qo_heads % num_kv_heads != 0, a page index outside [0, num_blocks), last_page_len outside
-/// [1, block_size], null pointers, q_per_seq < 1, a sequence shorter than q_per_seq when causal.
+/// [1, block_size], null pointers, q_per_seq < 1, a sequence shorter than q_per_seq when causal,
+/// q_head_stride not 0 and < head_dim, q_row_stride not 0 and smaller than a query row.
 template <class KV, class QO>
 void validate(const PagedDecodeArgs<KV, QO>& args) {
   static_assert(detail::is_qo_type_v<QO>, "q and out are float, float16 or bfloat16");
@@ -202,6 +260,7 @@ void validate(const PagedDecodeArgs<KV, QO>& args) {
                                 args.kv_split_tokens);
   check_arg(args.q_per_seq >= 1, ErrorCode::kInvalidArgument, "q_per_seq", args.q_per_seq,
             "must be >=", 1);
+  detail::validate_q_strides(args);
   if (args.pages.num_seqs > 0) {
     detail::check_pointer(args.q != nullptr && args.out != nullptr, "q/out",
                           "must point to num_seqs * q_per_seq query rows");
@@ -215,13 +274,14 @@ void validate(const PagedDecodeArgs<KV, QO>& args) {
   }
 }
 
-/// Checks prefill arguments (as for decode, plus q_indptr: non-null, starts at 0,
-/// non-decreasing, and n_s <= seq_len(s) when causal).
+/// Checks prefill arguments (as for decode, q strides included, plus q_indptr: non-null, starts
+/// at 0, non-decreasing, and n_s <= seq_len(s) when causal).
 template <class KV, class QO>
 void validate(const PagedPrefillArgs<KV, QO>& args) {
   static_assert(detail::is_qo_type_v<QO>, "q and out are float, float16 or bfloat16");
   detail::validate_kv_and_pages(args.kv, args.pages, args.num_qo_heads, args.head_dim, args.params,
                                 args.kv_split_tokens);
+  detail::validate_q_strides(args);
   detail::check_pointer(args.q_indptr != nullptr, "q_indptr", "must point to num_seqs + 1 offsets");
   check_arg(args.q_indptr[0] == 0, ErrorCode::kInvalidArgument, "q_indptr[0]", args.q_indptr[0],
             "must equal", 0);

@@ -21,13 +21,28 @@
 
 namespace inferkit {
 
-/// Sizes of one attention call over contiguous tensors (all counts in tokens, heads, elements).
+/// Sizes of one attention call (all counts in tokens, heads, elements), and the layout of q:
+/// packed unless the strides say otherwise (k, v and out are always packed).
 struct AttentionShape {
   std::int32_t num_q_tokens = 0;   ///< n_q new query tokens
   std::int32_t num_kv_tokens = 0;  ///< n_kv keys (cached + new); n_kv >= n_q when causal
   std::int32_t num_qo_heads = 0;   ///< query (and output) heads
   std::int32_t num_kv_heads = 0;   ///< K/V heads; divides num_qo_heads (GQA group = qo / kv)
   std::int32_t head_dim = 0;       ///< elements per head
+  /// Elements between consecutive query tokens of q; 0 means packed (num_qo_heads * head_dim),
+  /// else at least (num_qo_heads - 1) * q_head_stride + head_dim (as `PagedDecodeArgs`).
+  std::int64_t q_row_stride = 0;
+  /// Elements between consecutive heads of one query token; 0 means head_dim, else >= head_dim.
+  std::int64_t q_head_stride = 0;
+
+  /// Elements between query tokens of q, 0 resolved.
+  [[nodiscard]] std::int64_t resolved_q_row_stride() const noexcept {
+    return q_row_stride != 0 ? q_row_stride : std::int64_t{num_qo_heads} * head_dim;
+  }
+  /// Elements between heads of a query token in q, 0 resolved.
+  [[nodiscard]] std::int64_t resolved_q_head_stride() const noexcept {
+    return q_head_stride != 0 ? q_head_stride : std::int64_t{head_dim};
+  }
 };
 
 namespace detail {
@@ -62,11 +77,25 @@ inline void validate(const AttentionShape& shape, const AttentionParams& params)
   check_arg(!params.causal || shape.num_kv_tokens >= shape.num_q_tokens,
             ErrorCode::kInvalidArgument, "shape.num_kv_tokens", shape.num_kv_tokens,
             "must be >= num_q_tokens when causal, num_q_tokens =", shape.num_q_tokens);
+  const std::int64_t dim = shape.head_dim;
+  check_arg(shape.q_head_stride == 0 || shape.q_head_stride >= dim, ErrorCode::kInvalidArgument,
+            "shape.q_head_stride", shape.q_head_stride, "must be 0 (packed) or >= head_dim =", dim);
+  const std::int64_t head = shape.resolved_q_head_stride();
+  const std::int64_t gaps = std::int64_t{shape.num_qo_heads} - 1;
+  const std::int64_t extent =
+      gaps > 0 && head > (std::numeric_limits<std::int64_t>::max() - dim) / gaps
+          ? std::numeric_limits<std::int64_t>::max()
+          : gaps * head + dim;
+  check_arg(shape.q_row_stride == 0 || shape.q_row_stride >= extent, ErrorCode::kInvalidArgument,
+            "shape.q_row_stride", shape.q_row_stride,
+            "must be 0 (packed) or >= (num_qo_heads - 1) * q_head_stride + head_dim =", extent);
 }
 
 /// Reference attention in double precision (the oracle kernels are tested against).
 ///
-/// - `q`: [num_q_tokens][num_qo_heads][head_dim]
+/// - `q`: [num_q_tokens][num_qo_heads][head_dim], or strided as `shape` says: element d of
+///   head h of token i at q[i * q_row_stride + h * q_head_stride + d]; a strided q must hold
+///   at least (num_q_tokens - 1) * q_row_stride + its last row's extent elements
 /// - `k`, `v`: [num_kv_tokens][num_kv_heads][head_dim]; query head `h` reads KV head
 ///   `h / (num_qo_heads / num_kv_heads)`
 /// - `out`: [num_q_tokens][num_qo_heads][head_dim], written
@@ -78,8 +107,8 @@ inline void validate(const AttentionShape& shape, const AttentionParams& params)
 /// A query row that sees no key gets out = 0 and lse = -inf. Accumulates in double with the
 /// row maximum subtracted before exponentiation. O(n_q * n_kv * num_qo_heads * head_dim) time,
 /// O(n_kv) scratch. Throws `Error{kInvalidArgument}` for a bad shape or params (see
-/// `validate(shape, params)`) or a span of the wrong size (message names the span, the expected
-/// and the actual size); nothing is written then.
+/// `validate(shape, params)`: bad q strides included) or a span of the wrong size (message names
+/// the span, the expected and the actual size); nothing is written then.
 template <class T>
 void reference_attention(std::span<const T> q, std::span<const T> k, std::span<const T> v,
                          const AttentionShape& shape, const AttentionParams& params,
@@ -93,7 +122,17 @@ void reference_attention(std::span<const T> q, std::span<const T> k, std::span<c
   const std::int64_t qo_heads = shape.num_qo_heads;
   const std::int64_t kv_heads = shape.num_kv_heads;
   const std::int64_t dim = shape.head_dim;
-  detail::check_span_size("q", q.size(), n_q * qo_heads * dim);
+  const std::int64_t q_row_stride = shape.resolved_q_row_stride();
+  const std::int64_t q_head_stride = shape.resolved_q_head_stride();
+  if (shape.q_row_stride == 0 && shape.q_head_stride == 0) {
+    detail::check_span_size("q", q.size(), n_q * qo_heads * dim);
+  } else {
+    // A strided q is a window into a larger buffer: it must reach the last element read.
+    const std::int64_t needed =
+        n_q > 0 ? (n_q - 1) * q_row_stride + (qo_heads - 1) * q_head_stride + dim : 0;
+    check_arg(static_cast<std::int64_t>(q.size()) >= needed, ErrorCode::kInvalidArgument,
+              "q.size()", q.size(), "must be >= the strided extent =", needed);
+  }
   detail::check_span_size("k", k.size(), n_kv * kv_heads * dim);
   detail::check_span_size("v", v.size(), n_kv * kv_heads * dim);
   detail::check_span_size("out", out.size(), n_q * qo_heads * dim);
@@ -114,7 +153,7 @@ void reference_attention(std::span<const T> q, std::span<const T> k, std::span<c
     const std::int64_t pos = query_position(i, n_q, n_kv);
     for (std::int64_t h = 0; h < qo_heads; ++h) {
       const std::int64_t kvh = h / group;
-      const T* q_row = q.data() + (i * qo_heads + h) * dim;
+      const T* q_row = q.data() + i * q_row_stride + h * q_head_stride;
       double* o_row = out.data() + (i * qo_heads + h) * dim;
       double max_logit = -std::numeric_limits<double>::infinity();
       bool any = false;

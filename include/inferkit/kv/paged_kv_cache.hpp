@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // PagedKVCache<T>: the storage behind BlockAllocator/BlockTable. It owns every layer's K and V
-// pages (optionally quantized to fp8, int8 or int4), writes new tokens' K/V through a slot
-// mapping, copies blocks for copy-on-write, gathers a sequence back to contiguous tensors, and
-// hands kernels a non-owning PagedKVView per layer. In a step: plan (tables) -> append -> attend.
+// pages (optionally quantized to fp8, int8 or int4), writes new tokens' K/V (fp32, fp16 or bf16,
+// packed or read in place from a fused QKV projection) through a slot mapping, copies blocks
+// for copy-on-write, gathers a sequence back to contiguous tensors, and hands kernels a
+// non-owning PagedKVView per layer. In a step: plan (tables) -> append -> attend.
 // Threads: appends to distinct layers may run concurrently (one writer per layer, no reader of it
 // meanwhile; large appends use OpenMP inside); copy_block(s) writes every layer, so runs alone.
 #pragma once
@@ -10,12 +11,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <inferkit/core/bfloat16.hpp>
 #include <inferkit/core/config.hpp>
 #include <inferkit/core/cpu_isa.hpp>
 #include <inferkit/core/detail/aligned_allocator.hpp>
 #include <inferkit/core/error.hpp>
+#include <inferkit/core/float16.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
+#include <inferkit/kv/detail/append_rows.hpp>
 #include <inferkit/kv/detail/element_convert.hpp>
 #include <inferkit/kv/detail/kv_row_kernels.hpp>
 #include <inferkit/kv/detail/span_overlap.hpp>
@@ -25,6 +29,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -62,8 +67,9 @@ struct PagedKVCacheShape {
 ///
 /// Storage is zero-initialized. Which slots hold tokens is the block tables' business: gathers
 /// read exactly `num_tokens` positions, so new or recycled blocks never expose stale values.
-/// Appends convert and quantize with the row kernels of the process's instruction-set path
-/// (core/cpu_isa.hpp; the members that run them carry the ISA-named ABI tag of core/config.hpp),
+/// Appends (from fp32, or from fp16 / bf16 widened exactly to fp32 first) convert and quantize
+/// with the row kernels of the process's instruction-set path (core/cpu_isa.hpp; the members
+/// that run them carry the ISA-named ABI tag of core/config.hpp),
 /// write pages with non-temporal stores on x86 (the data is read much later; see bench_kv) and
 /// fence before returning. Different layers may be appended from
 /// different threads; one layer takes one writer at a time.
@@ -176,23 +182,40 @@ class PagedKVCache {
   /// Writes the K and V of `slot_mapping.size()` new tokens of layer `layer`, quantizing or
   /// converting from float. `k`, `v`: `[num_tokens][num_kv_heads][head_dim]` floats; token `i`
   /// goes to slot `slot_mapping[i]` (`BlockTable::append_tokens` gives them); slot -1 skips a
-  /// padding token. `k` and `v` may be views of this cache's own storage: they are read as they
-  /// were before the call (copied first, the only case that allocates). Validates everything
-  /// before writing. O(num_tokens * heads * head_dim).
-  /// Throws `Error{kOutOfRange}` for a bad layer or slot, `Error{kInvalidArgument}` for sizes.
+  /// padding token. `row_stride` is the distance in elements between consecutive tokens of `k`
+  /// and of `v`: 0 means packed (`num_kv_heads * head_dim`, and each span holds exactly the
+  /// tokens); otherwise at least `num_kv_heads * head_dim`, and each span must reach its last
+  /// token (`(num_tokens - 1) * row_stride + num_kv_heads * head_dim` elements), so that K and V
+  /// are read in place from a fused QKV projection `[tokens][(Hq + 2 Hkv) * head_dim]`. `k` and
+  /// `v` may be views of this cache's own storage: they are read as they were before the call
+  /// (copied first, the only case that allocates). Validates everything before writing.
+  /// O(num_tokens * heads * head_dim).
+  /// Throws `Error{kOutOfRange}` for a bad layer or slot, `Error{kInvalidArgument}` for sizes or
+  /// a row stride below `num_kv_heads * head_dim`.
   INFERKIT_ISA_ABI_TAG
   void append(std::int32_t layer, std::span<const std::int64_t> slot_mapping,
-              std::span<const float> k, std::span<const float> v) {
-    check_append(layer, slot_mapping, k.size(), v.size());
-    if (aliases_storage(k) || aliases_storage(v)) [[unlikely]] {
-      const std::vector<float> k_copy(k.begin(), k.end());
-      const std::vector<float> v_copy(v.begin(), v.end());
-      append(layer, slot_mapping, k_copy, v_copy);
-      return;
-    }
-    write_tokens(layer, slot_mapping, k, k_, k_scale_, k_zero_);
-    write_tokens(layer, slot_mapping, v, v_, v_scale_, v_zero_);
-    detail::stream_fence();
+              std::span<const float> k, std::span<const float> v, std::int64_t row_stride = 0) {
+    append_rows(layer, slot_mapping, k, v, row_stride);
+  }
+
+  /// `append` from fp16 activations (as engines keep them): each element is widened to float,
+  /// exactly, and stored as the float `append` stores it, so the cache holds the bits of
+  /// converting to float first and appending that. fp16 storage takes the rows as they are (the
+  /// same bits for every value but a signalling NaN, which keeps its own). Same arguments,
+  /// `row_stride` included, and the same throws as the float `append`.
+  INFERKIT_ISA_ABI_TAG
+  void append(std::int32_t layer, std::span<const std::int64_t> slot_mapping,
+              std::span<const float16> k, std::span<const float16> v, std::int64_t row_stride = 0) {
+    append_rows(layer, slot_mapping, k, v, row_stride);
+  }
+
+  /// `append` from bf16 activations, as the fp16 one: bit-identical to converting to float
+  /// first; bf16 storage takes the rows as they are (every bit pattern kept, NaNs included).
+  INFERKIT_ISA_ABI_TAG
+  void append(std::int32_t layer, std::span<const std::int64_t> slot_mapping,
+              std::span<const bfloat16> k, std::span<const bfloat16> v,
+              std::int64_t row_stride = 0) {
+    append_rows(layer, slot_mapping, k, v, row_stride);
   }
 
   /// `append` for unquantized storage from elements already of type `T` (a straight copy per
@@ -201,15 +224,16 @@ class PagedKVCache {
   void append_elements(std::int32_t layer, std::span<const std::int64_t> slot_mapping,
                        std::span<const T> k,
                        std::span<const T> v) requires(kScheme == KVQuantization::kNone) {
-    check_append(layer, slot_mapping, k.size(), v.size());
+    check_append(layer, slot_mapping, k.size(), v.size(), 0);
     if (aliases_storage(k) || aliases_storage(v)) [[unlikely]] {
       const Storage k_copy(k.begin(), k.end());
       const Storage v_copy(v.begin(), v.end());
       append_elements(layer, slot_mapping, k_copy, v_copy);
       return;
     }
-    copy_tokens(layer, slot_mapping, k, k_);
-    copy_tokens(layer, slot_mapping, v, v_);
+    const std::int64_t row = std::int64_t{shape_.num_kv_heads} * shape_.head_dim;
+    copy_tokens(layer, slot_mapping, k.data(), row, k_);
+    copy_tokens(layer, slot_mapping, v.data(), row, v_);
     detail::stream_fence();
   }
 
@@ -227,8 +251,11 @@ class PagedKVCache {
     check_arg(num_tokens >= 0 && pages <= blocks.size(), ErrorCode::kOutOfRange, "num_tokens",
               num_tokens, "must be in [0, blocks * block_size] with blocks =", blocks.size());
     for (BlockId b : blocks) check_block(b, "blocks[i]");
-    check_token_rows("k_out.size()", k_out.size(), static_cast<std::uint64_t>(num_tokens));
-    check_token_rows("v_out.size()", v_out.size(), static_cast<std::uint64_t>(num_tokens));
+    const std::int64_t row = std::int64_t{shape_.num_kv_heads} * shape_.head_dim;
+    detail::check_token_rows("k_out.size()", k_out.size(), static_cast<std::uint64_t>(num_tokens),
+                             row, 0);
+    detail::check_token_rows("v_out.size()", v_out.size(), static_cast<std::uint64_t>(num_tokens),
+                             row, 0);
     if (aliases_storage(std::span<const float>(k_out)) ||
         aliases_storage(std::span<const float>(v_out))) [[unlikely]] {
       detail::throw_error(ErrorCode::kInvalidArgument,
@@ -265,6 +292,32 @@ class PagedKVCache {
 
  private:
   static std::size_t idx(std::int64_t i) noexcept { return static_cast<std::size_t>(i); }
+
+  // The appends: `In` (float, float16, bfloat16) rows `row_stride` elements apart (0: packed).
+  template <class In>
+  INFERKIT_ISA_ABI_TAG void append_rows(std::int32_t layer, std::span<const std::int64_t> slots,
+                                        std::span<const In> k, std::span<const In> v,
+                                        std::int64_t row_stride) {
+    check_append(layer, slots, k.size(), v.size(), row_stride);
+    if (aliases_storage(k) || aliases_storage(v)) [[unlikely]] {
+      const std::vector<In> k_copy(k.begin(), k.end());
+      const std::vector<In> v_copy(v.begin(), v.end());
+      append_rows<In>(layer, slots, k_copy, v_copy, row_stride);
+      return;
+    }
+    const std::int64_t stride =
+        row_stride != 0 ? row_stride : std::int64_t{shape_.num_kv_heads} * shape_.head_dim;
+    // 16-bit rows into their own storage type are copied as they are (as append_elements);
+    // float rows keep write_tokens, which splits large appends over threads.
+    if constexpr (std::is_same_v<In, T> && !std::is_same_v<In, float>) {
+      copy_tokens(layer, slots, k.data(), stride, k_);
+      copy_tokens(layer, slots, v.data(), stride, v_);
+    } else {
+      write_tokens(layer, slots, k.data(), stride, k_, k_scale_, k_zero_);
+      write_tokens(layer, slots, v.data(), stride, v_, v_scale_, v_zero_);
+    }
+    detail::stream_fence();
+  }
 
   void check_copy(BlockId src, BlockId dst, std::int32_t num_slots) const {
     check_block(src, "src");
@@ -337,18 +390,6 @@ class PagedKVCache {
     check_arg(b >= 0 && b < shape_.num_blocks, ErrorCode::kOutOfRange, name, b,
               "must be in [0, num_blocks) with num_blocks =", shape_.num_blocks);
   }
-  // size == tokens * num_kv_heads * head_dim, checked by division so that no product overflows.
-  void check_token_rows(const char* name, std::size_t size, std::uint64_t tokens) const {
-    const auto row =
-        static_cast<std::uint64_t>(std::int64_t{shape_.num_kv_heads} * shape_.head_dim);
-    if (size % row != 0 || size / row != tokens) [[unlikely]] {
-      detail::throw_error(
-          ErrorCode::kInvalidArgument,
-          std::string(name) + " = " + std::to_string(size) +
-              " must equal num_tokens * num_kv_heads * head_dim with num_tokens = " +
-              std::to_string(tokens) + " and num_kv_heads * head_dim = " + std::to_string(row));
-    }
-  }
   // Whether a span passed in overlaps this cache's storage (a view of it handed back).
   template <class U>
   [[nodiscard]] bool aliases_storage(std::span<const U> x) const noexcept {
@@ -360,10 +401,11 @@ class PagedKVCache {
     return hit;
   }
   void check_append(std::int32_t layer, std::span<const std::int64_t> slots, std::size_t k_size,
-                    std::size_t v_size) const {
+                    std::size_t v_size, std::int64_t row_stride) const {
     check_layer(layer);
-    check_token_rows("k.size()", k_size, slots.size());
-    check_token_rows("v.size()", v_size, slots.size());
+    const std::int64_t row = std::int64_t{shape_.num_kv_heads} * shape_.head_dim;
+    detail::check_token_rows("k.size()", k_size, slots.size(), row, row_stride);
+    detail::check_token_rows("v.size()", v_size, slots.size(), row, row_stride);
     const std::int64_t limit = num_slots();
     for (std::int64_t s : slots) {
       check_arg(s >= -1 && s < limit, ErrorCode::kOutOfRange, "slot", s,
@@ -371,13 +413,13 @@ class PagedKVCache {
     }
   }
 
+  // Unquantized storage from elements of type T: token i's heads from in + i * row_stride.
   INFERKIT_ISA_ABI_TAG
-  void copy_tokens(std::int32_t layer, std::span<const std::int64_t> slots, std::span<const T> src,
-                   Storage& dst) {
+  void copy_tokens(std::int32_t layer, std::span<const std::int64_t> slots, const T* in,
+                   std::int64_t row_stride, Storage& dst) {
     const PagedKVView<T> g = empty_view<T>();
     T* base = dst.data() + layer * layer_elements_;
     const std::size_t bytes = static_cast<std::size_t>(shape_.head_dim) * sizeof(T);
-    const T* in = src.data();
     for (std::int64_t s : slots) {
       if (s >= 0) {
         const auto block = static_cast<std::int32_t>(s / shape_.block_size);
@@ -388,7 +430,7 @@ class PagedKVCache {
           out += g.head_stride();
         }
       }
-      in += std::int64_t{shape_.num_kv_heads} * shape_.head_dim;
+      in += row_stride;
     }
   }
 
@@ -399,45 +441,12 @@ class PagedKVCache {
     return 1;
 #endif
   }
-  // Where chunk c of `chunks` contiguous chunks of `slots` starts: at n * c / chunks, moved on
-  // past the tokens that share a block with the one before (a prefill's consecutive slots), so
-  // that a chunk boundary never cuts a run of one block's tokens. Monotone in c: the chunks
-  // partition the slots (some may be empty).
-  [[nodiscard]] std::size_t chunk_begin(std::span<const std::int64_t> slots, std::size_t chunks,
-                                        std::size_t c) const noexcept {
-    std::size_t i = slots.size() * c / chunks;
-    const auto same_block = [&](std::size_t j) {
-      return slots[j] >= 0 && slots[j - 1] >= 0 &&
-             slots[j] / shape_.block_size == slots[j - 1] / shape_.block_size;
-    };
-    while (i > 0 && i < slots.size() && same_block(i)) ++i;
-    return i;
-  }
-  // Whether no block has tokens in two of `chunks` contiguous chunks of `slots` (sorts the
-  // (block, chunk) pairs: O(n log n), small beside the n * num_kv_heads conversions).
-  [[nodiscard]] bool blocks_stay_in_chunks(std::span<const std::int64_t> slots,
-                                           std::size_t chunks) const {
-    std::vector<std::pair<std::int64_t, std::size_t>> owner;
-    owner.reserve(slots.size());
-    for (std::size_t c = 0; c < chunks; ++c) {
-      const std::size_t end = chunk_begin(slots, chunks, c + 1);
-      for (std::size_t i = chunk_begin(slots, chunks, c); i < end; ++i) {
-        if (slots[i] >= 0) owner.emplace_back(slots[i] / shape_.block_size, c);
-      }
-    }
-    std::sort(owner.begin(), owner.end());
-    for (std::size_t j = 1; j < owner.size(); ++j) {
-      if (owner[j].first == owner[j - 1].first && owner[j].second != owner[j - 1].second) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  INFERKIT_ISA_ABI_TAG
-  void write_tokens(std::int32_t layer, std::span<const std::int64_t> slots,
-                    std::span<const float> src, Storage& dst, std::vector<float>& scale,
-                    std::vector<float>& zero) {
+  // Converts or quantizes token i's heads, read from src + i * row_stride as `In` (16-bit rows
+  // are widened to float first, exactly, into the calling thread's `widened` row).
+  template <class In>
+  INFERKIT_ISA_ABI_TAG void write_tokens(std::int32_t layer, std::span<const std::int64_t> slots,
+                                         const In* src, std::int64_t row_stride, Storage& dst,
+                                         std::vector<float>& scale, std::vector<float>& zero) {
     const PagedKVView<T> g = empty_view<T>();
     const detail::KvRowKernels& kernels = detail::kv_row_kernels();
     T* base = dst.data() + layer * layer_elements_;
@@ -449,12 +458,22 @@ class PagedKVCache {
     const std::int32_t heads = shape_.num_kv_heads;
     [[maybe_unused]] const bool parallel =
         heads > 1 && slots.size() * idx(heads) * hd >= kParallelAppendElements;
-    // Token i, head h: one vector in, one page chunk (and its scale) out; `staging` is the
-    // calling thread's.
-    const auto write_one = [&](std::size_t i, std::int32_t h, unsigned char* staging) {
+    constexpr bool kWiden = !std::is_same_v<In, float>;
+    // Token i, head h: one vector in, one page chunk (and its scale) out; `staging` and
+    // `widened` are the calling thread's.
+    const auto write_one = [&](std::size_t i, std::int32_t h, unsigned char* staging,
+                               float* widened) {
       const auto block = static_cast<std::int32_t>(slots[i] / shape_.block_size);
       const auto slot = static_cast<std::int32_t>(slots[i] % shape_.block_size);
-      const float* x = src.data() + (i * idx(heads) + idx(h)) * hd;
+      const In* row =
+          src + static_cast<std::int64_t>(i) * row_stride + std::int64_t{h} * shape_.head_dim;
+      const float* x = nullptr;
+      if constexpr (kWiden) {
+        detail::convert_to_float(kernels, row, widened, hd);
+        x = widened;
+      } else {
+        x = row;
+      }
       T* const page = base + g.offset(block, h, slot);
       T* const out = staged ? reinterpret_cast<T*>(staging) : page;
       if constexpr (kScheme == KVQuantization::kNone) {
@@ -480,12 +499,13 @@ class PagedKVCache {
     };
     if constexpr (kScheme == KVQuantization::kFp8BlockScale) {
       // A block's tokens must stay in order on one thread (its scale history fixes its codes'
-      // bits). Contiguous token chunks, cut at block edges (chunk_begin), read the input in
+      // bits). Contiguous token chunks, cut at block edges (detail::chunk_begin), read the input in
       // order; where a block still has tokens in two chunks (position-major input, as stacked
       // decode steps), each thread takes the blocks whose line of scales hashes to it instead
       // (slower: it reads rows out of order; splitting a block's heads would share lines).
       const std::size_t chunks = parallel ? append_threads() : 1;
-      const bool by_chunk = chunks == 1 || blocks_stay_in_chunks(slots, chunks);
+      const bool by_chunk =
+          chunks == 1 || detail::blocks_stay_in_chunks(slots, shape_.block_size, chunks);
 #if INFERKIT_HAS_OPENMP
 #  pragma omp parallel if (parallel)
 #endif
@@ -497,12 +517,14 @@ class PagedKVCache {
         id = static_cast<std::size_t>(omp_get_thread_num());
 #endif
         alignas(64) unsigned char staging[kStagingBytes];
+        std::vector<float> widened(kWiden ? hd : 0);
         if (by_chunk) {
           for (std::size_t c = id; c < chunks; c += team) {
-            const std::size_t end = chunk_begin(slots, chunks, c + 1);
-            for (std::size_t i = chunk_begin(slots, chunks, c); i < end; ++i) {
+            const std::size_t end = detail::chunk_begin(slots, shape_.block_size, chunks, c + 1);
+            for (std::size_t i = detail::chunk_begin(slots, shape_.block_size, chunks, c); i < end;
+                 ++i) {
               if (slots[i] < 0) continue;
-              for (std::int32_t h = 0; h < heads; ++h) write_one(i, h, staging);
+              for (std::int32_t h = 0; h < heads; ++h) write_one(i, h, staging, widened.data());
             }
           }
         } else {
@@ -512,7 +534,7 @@ class PagedKVCache {
             const std::int64_t block = slots[i] / shape_.block_size;
             const auto line = static_cast<std::uint64_t>(block * heads / kScalesPerLine);
             if (team > 1 && ((line * 0x9E3779B97F4A7C15ull) >> 32) % team != id) continue;
-            for (std::int32_t h = 0; h < heads; ++h) write_one(i, h, staging);
+            for (std::int32_t h = 0; h < heads; ++h) write_one(i, h, staging, widened.data());
           }
         }
         detail::stream_fence();  // this thread's streaming stores, before the team's barrier
@@ -526,12 +548,13 @@ class PagedKVCache {
 #endif
       {
         alignas(64) unsigned char staging[kStagingBytes];
+        std::vector<float> widened(kWiden ? hd : 0);
 #if INFERKIT_HAS_OPENMP
 #  pragma omp for schedule(static)
 #endif
         for (std::size_t i = 0; i < slots.size(); ++i) {
           if (slots[i] < 0) continue;
-          for (std::int32_t h = 0; h < heads; ++h) write_one(i, h, staging);
+          for (std::int32_t h = 0; h < heads; ++h) write_one(i, h, staging, widened.data());
         }
         detail::stream_fence();
       }

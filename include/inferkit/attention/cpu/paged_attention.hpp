@@ -36,6 +36,8 @@ inline constexpr std::int32_t kPrefetchTokensAhead = 16;
 template <class KV>
 struct PagedAttentionProblem {
   const float* q = nullptr;
+  std::int64_t q_row_stride = 0;   ///< elements between query tokens; 0: num_qo_heads * head_dim
+  std::int64_t q_head_stride = 0;  ///< elements between heads of a token; 0: head_dim
   const std::int32_t* q_indptr = nullptr;  ///< nullptr: uniform q_per_seq
   std::int32_t q_per_seq = 1;
   PagedKVView<const KV> kv;
@@ -159,7 +161,11 @@ void run_paged_attention(const PagedAttentionProblem<KV>& pb) {
   const std::unique_ptr<float[]> partial_out(
       new float[static_cast<std::size_t>(partial_rows * dim)]);
   const std::unique_ptr<float[]> partial_lse(new float[static_cast<std::size_t>(partial_rows)]);
-  const std::int64_t q_token_stride = std::int64_t{pb.num_qo_heads} * dim;
+  // q may be strided (a slice of a fused QKV row); out and lse are packed.
+  const std::int64_t q_head_stride = pb.q_head_stride != 0 ? pb.q_head_stride : dim;
+  const std::int64_t q_token_stride =
+      pb.q_row_stride != 0 ? pb.q_row_stride : std::int64_t{pb.num_qo_heads} * dim;
+  const std::int64_t out_token_stride = std::int64_t{pb.num_qo_heads} * dim;
   const auto num_items = static_cast<std::int64_t>(items.size());
 
 #if INFERKIT_HAS_OPENMP
@@ -179,16 +185,18 @@ void run_paged_attention(const PagedAttentionProblem<KV>& pb) {
       QueryRowBlock rows;
       rows.num_tokens = it.q_tokens;
       rows.group = group;
-      rows.q = pb.q + it.q_token * q_token_stride + std::int64_t{it.kv_head} * group * dim;
+      rows.q =
+          pb.q + it.q_token * q_token_stride + std::int64_t{it.kv_head} * group * q_head_stride;
       rows.q_token_stride = q_token_stride;
+      rows.q_head_stride = q_head_stride;
       rows.first_position = it.first_position;
       if (pb.custom_mask != nullptr) {
         rows.mask = pb.custom_mask + it.mask_offset;
         rows.mask_stride = pb.pages.seq_len(it.seq, pb.kv.block_size);
       }
       if (it.partial < 0) {
-        rows.out = pb.out + it.q_token * q_token_stride + std::int64_t{it.kv_head} * group * dim;
-        rows.out_token_stride = q_token_stride;
+        rows.out = pb.out + it.q_token * out_token_stride + std::int64_t{it.kv_head} * group * dim;
+        rows.out_token_stride = out_token_stride;
         if (pb.lse != nullptr) {
           rows.lse = pb.lse + it.q_token * pb.num_qo_heads + std::int64_t{it.kv_head} * group;
           rows.lse_token_stride = pb.num_qo_heads;
@@ -214,7 +222,7 @@ void run_paged_attention(const PagedAttentionProblem<KV>& pb) {
         const std::int64_t t = r / group;
         const std::int64_t g = r % group;
         const std::int64_t head = std::int64_t{mj.kv_head} * group + g;
-        float* out = pb.out + (mj.q_token + t) * q_token_stride + head * dim;
+        float* out = pb.out + (mj.q_token + t) * out_token_stride + head * dim;
         float* lse =
             pb.lse != nullptr ? pb.lse + (mj.q_token + t) * pb.num_qo_heads + head : nullptr;
         merge_row(mj.num_splits, partial_out.get() + (mj.first_partial + r) * dim, rows * dim,
@@ -264,6 +272,8 @@ template <class KV>
 PagedAttentionProblem<KV> make_problem(const PagedDecodeArgs<KV, float>& a) {
   PagedAttentionProblem<KV> pb;
   pb.q = a.q;
+  pb.q_row_stride = a.q_row_stride;
+  pb.q_head_stride = a.q_head_stride;
   pb.q_per_seq = a.q_per_seq;
   pb.kv = a.kv;
   pb.pages = a.pages;
@@ -280,6 +290,8 @@ template <class KV>
 PagedAttentionProblem<KV> make_problem(const PagedPrefillArgs<KV, float>& a) {
   PagedAttentionProblem<KV> pb;
   pb.q = a.q;
+  pb.q_row_stride = a.q_row_stride;
+  pb.q_head_stride = a.q_head_stride;
   pb.q_indptr = a.q_indptr;
   pb.q_per_seq = 0;
   pb.kv = a.kv;
@@ -294,14 +306,22 @@ PagedAttentionProblem<KV> make_problem(const PagedPrefillArgs<KV, float>& a) {
   return pb;
 }
 
-/// Runs `run` on fp32 copies of 16-bit q/out: `args` with q converted to float, then the
-/// float output converted back (`rows` query rows of num_qo_heads x head_dim).
+/// Runs `run` on fp32 copies of 16-bit q/out: `args` with q converted to a packed float copy
+/// (read through its strides), then the float output converted back (`rows` query rows of
+/// num_qo_heads x head_dim).
 template <template <class, class> class Args, class KV, class QO, class Run>
 void run_through_fp32(const Args<KV, QO>& args, std::int64_t rows, Run&& run) {
   const auto n = static_cast<std::size_t>(rows * args.num_qo_heads * args.head_dim);
   std::vector<float> q(n);
   std::vector<float> out(n);
-  for (std::size_t i = 0; i < n; ++i) q[i] = static_cast<float>(args.q[i]);
+  const QueryStrides st = resolved_q_strides(args);
+  std::size_t i = 0;
+  for (std::int64_t t = 0; t < rows; ++t) {
+    for (std::int64_t h = 0; h < args.num_qo_heads; ++h) {
+      const QO* src = args.q + t * st.row + h * st.head;
+      for (std::int32_t d = 0; d < args.head_dim; ++d) q[i++] = static_cast<float>(src[d]);
+    }
+  }
   Args<KV, float> fp32;
   fp32.q = q.data();
   fp32.out = out.data();
@@ -319,7 +339,7 @@ void run_through_fp32(const Args<KV, QO>& args, std::int64_t rows, Run&& run) {
     fp32.custom_mask = args.custom_mask;
   }
   run(fp32);
-  for (std::size_t i = 0; i < n; ++i) args.out[i] = QO(out[i]);
+  for (std::size_t j = 0; j < n; ++j) args.out[j] = QO(out[j]);
 }
 
 }  // namespace INFERKIT_ISA_ABI

@@ -57,6 +57,16 @@ void check_cuda_args(const Args& args) {
               "is not one the CUDA kernels are built for:", "64, 128, 256");
   }
   check_aligned(args.q, "q");
+  // Every query row is loaded in 16-byte vectors from q + t * row + h * head.
+  using QO = std::remove_const_t<std::remove_pointer_t<decltype(args.q)>>;
+  const QueryStrides st = resolved_q_strides(args);
+  const auto bytes = static_cast<std::int64_t>(sizeof(QO));
+  check_arg(st.row * bytes % 16 == 0, ErrorCode::kInvalidArgument, "q_row_stride", st.row,
+            "must be a multiple of 16 bytes (the CUDA kernels load 16-byte vectors), elements of",
+            bytes);
+  check_arg(st.head * bytes % 16 == 0, ErrorCode::kInvalidArgument, "q_head_stride", st.head,
+            "must be a multiple of 16 bytes (the CUDA kernels load 16-byte vectors), elements of",
+            bytes);
   check_aligned(args.out, "out");
   check_aligned(args.kv.k, "kv.k");
   check_aligned(args.kv.v, "kv.v");
@@ -147,6 +157,9 @@ auto kernel_args(const Args& args) {
   using QO = std::remove_const_t<std::remove_pointer_t<decltype(args.q)>>;
   AttentionKernelArgs<KV, QO> k;
   k.q = args.q;
+  const QueryStrides st = resolved_q_strides(args);
+  k.q_row_stride = st.row;
+  k.q_head_stride = st.head;
   k.out = args.out;
   k.lse = args.lse;
   k.kv = args.kv;
@@ -167,8 +180,8 @@ namespace inferkit {
 /// K/V tile; fp8 block scales are folded into the logit and value factors per page. All
 /// pointers are device memory except `host_pages`. Asynchronous on `backend.stream`.
 /// Throws as `validate(args)` (run on the host mirror), `Error{kUnsupported}` for a head_dim
-/// other than 64/128/256, `Error{kInvalidArgument}` for misaligned pointers or a missing host
-/// mirror, `Error{kCuda}` when a launch fails.
+/// other than 64/128/256, `Error{kInvalidArgument}` for misaligned pointers, q strides that are
+/// not whole 16-byte vectors, or a missing host mirror, `Error{kCuda}` when a launch fails.
 template <class KV, class QO>
 void paged_decode(cuda backend, const PagedDecodeArgs<KV, QO>& args) {
   static_assert(detail::cuda::is_cuda_kv_type_v<KV>,

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal: bulk float -> storage-element conversion for PagedKVCache's append, through the row
-// kernels of the process's instruction-set path (kv/detail/kv_row_kernels.hpp). The scalar
-// storage types (core/float16.hpp, bfloat16.hpp, float8.hpp) define the rounding; the kernels
-// give the same bits.
+// Internal: bulk float -> storage-element conversion for PagedKVCache's append (and the widening
+// of 16-bit source elements to float before it), through the row kernels of the process's
+// instruction-set path (kv/detail/kv_row_kernels.hpp). The scalar storage types
+// (core/float16.hpp, bfloat16.hpp, float8.hpp) define the rounding; the kernels give the same
+// bits.
 #pragma once
 
 #include <cstddef>
@@ -50,6 +51,21 @@ inline void rescale_fp8_codes(const KvRowKernels& k, F8* q, std::size_t n, float
   } else {
     static_assert(std::is_same_v<F8, float8_e5m2>, "fp8 storage types only");
     k.rescale_e5m2(bits, old_scale / new_scale, n);
+  }
+}
+
+/// `out[i] = float(in[i])` for i < n with the kernels `k` (exact): In is float (a copy), float16
+/// or bfloat16 (the source elements of a 16-bit append).
+template <class In>
+inline void convert_to_float(const KvRowKernels& k, const In* in, float* out,
+                             std::size_t n) noexcept {
+  if constexpr (std::is_same_v<In, float>) {
+    if (n != 0) std::memcpy(out, in, n * sizeof(float));
+  } else if constexpr (std::is_same_v<In, float16>) {
+    k.from_float16(reinterpret_cast<const std::uint16_t*>(in), out, n);
+  } else {
+    static_assert(std::is_same_v<In, bfloat16>, "append reads float, float16 or bfloat16");
+    k.from_bfloat16(reinterpret_cast<const std::uint16_t*>(in), out, n);
   }
 }
 

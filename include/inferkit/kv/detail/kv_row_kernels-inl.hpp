@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The row kernels of KV append for one instruction set: float -> fp16 / bf16 / fp8 conversion,
-// int8 and int4 quantization of one token-head vector, fp8 rescaling, |x| max. No include guard:
+// fp16 / bf16 -> float widening, int8 and int4 quantization of one token-head vector, fp8
+// rescaling, |x| max. No include guard:
 // kv_row_kernels.hpp includes this file once per path, inside that path's target region, with
 // INFERKIT_KV_ISA (the namespace), INFERKIT_KV_ISA_ID (0 baseline, 1 avx2, 2 avx512, 3 neon)
 // and INFERKIT_KV_VECTOR_BYTES (the path's register width) defined; it undefines them at the end.
@@ -326,6 +327,58 @@ inline void encode_bf16_row(const float* x, std::uint16_t* out, std::size_t n) n
   for (; i < n; ++i) out[i] = bfloat16(x[i]).bits;
 }
 
+/// Floats of the float16 bits in[i], exact (decode_minifloat<Float16Format>: NaN quieted with
+/// its payload kept, as the F16C / NEON conversions do).
+inline void decode_f16_row(const std::uint16_t* in, float* out, std::size_t n) noexcept {
+  std::size_t i = 0;
+#if INFERKIT_KV_ISA_ID == 2
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(out + i,
+                     _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i))));
+  }
+#elif INFERKIT_KV_ISA_ID == 1
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(out + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  }
+#endif
+  for (; i + kN <= n; i += kN) {
+    VU b;
+    for (std::size_t l = 0; l < kN; ++l) b[l] = in[i + l];
+    const VF y = decode_minifloat_lanes<Float16Format>(b);
+    std::memcpy(out + i, &y, kBytes);
+  }
+  for (; i < n; ++i) out[i] = decode_minifloat<Float16Format>(in[i]);
+}
+
+/// Floats of the bfloat16 bits in[i]: the bits shifted into the top half (exact, NaN as is).
+inline void decode_bf16_row(const std::uint16_t* in, float* out, std::size_t n) noexcept {
+  std::size_t i = 0;
+#if INFERKIT_KV_ISA_ID == 2
+  for (; i + 16 <= n; i += 16) {
+    const __m512i w =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)));
+    _mm512_storeu_si512(out + i, _mm512_slli_epi32(w, 16));
+  }
+#elif INFERKIT_KV_ISA_ID == 1
+  for (; i + 8 <= n; i += 8) {
+    const __m256i w =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_slli_epi32(w, 16));
+  }
+#endif
+  for (; i + kN <= n; i += kN) {
+    VU b;
+    for (std::size_t l = 0; l < kN; ++l) b[l] = in[i + l];
+    const VU y = b << 16;
+    std::memcpy(out + i, &y, kBytes);
+  }
+  for (; i < n; ++i) {
+    const std::uint32_t y = std::uint32_t{in[i]} << 16;
+    std::memcpy(out + i, &y, sizeof(y));
+  }
+}
+
 /// Re-encodes fp8 codes q[0, n) as Format(float(q) * ratio) (a power-of-two rescale).
 template <class Format>
 inline void rescale_row(std::uint8_t* q, float ratio, std::size_t n) noexcept {
@@ -353,6 +406,8 @@ inline constexpr KvRowKernels kKvRowKernels = {
     &encode_row<Float8E5M2Format, std::uint8_t>,
     &rescale_row<Float8E4M3Format>,
     &rescale_row<Float8E5M2Format>,
+    &decode_f16_row,
+    &decode_bf16_row,
 };
 
 }  // namespace INFERKIT_KV_ISA

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal: the row kernels of KV append (float -> fp16 / bf16 / fp8 conversion, int8 and int4
-// quantization of one token-head vector, fp8 rescaling, |x| max), compiled once per
+// Internal: the row kernels of KV append (float -> fp16 / bf16 / fp8 conversion, fp16 / bf16 ->
+// float widening, int8 and int4 quantization of one token-head vector, fp8 rescaling, |x| max),
+// compiled once per
 // instruction-set path (kv_row_kernels-inl.hpp: x86 AVX-512, AVX2 and baseline in their target
 // regions, NEON on aarch64), each in a namespace named after it, and chosen through a table of
 // function pointers by core/cpu_isa.hpp's choice. nvcc TUs get the baseline table only.
@@ -47,6 +48,9 @@ struct KvRowKernels {
   /// q[i] = bits of F8(float(q[i]) * ratio).
   void (*rescale_e4m3)(std::uint8_t* q, float ratio, std::size_t n) noexcept;
   void (*rescale_e5m2)(std::uint8_t* q, float ratio, std::size_t n) noexcept;
+  /// out[i] = float(float16 bits in[i]) / float(bfloat16 bits in[i]), exact.
+  void (*from_float16)(const std::uint16_t* in, float* out, std::size_t n) noexcept;
+  void (*from_bfloat16)(const std::uint16_t* in, float* out, std::size_t n) noexcept;
 };
 
 }  // namespace INFERKIT_ISA_ABI

@@ -423,10 +423,11 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
   // Scaled queries in padded rows (zero tails), zero outputs.
+  const std::int64_t q_head_stride = rows.q_head_stride != 0 ? rows.q_head_stride : dim;
   for (std::int32_t r = 0; r < num_rows; ++r) {
     const std::int32_t t = r / rows.group;
     const std::int32_t g = r % rows.group;
-    const float* q = rows.q + t * rows.q_token_stride + std::int64_t{g} * dim;
+    const float* q = rows.q + t * rows.q_token_stride + g * q_head_stride;
     float* qs = &s.q[scratch_index(r) * scratch_index(padded)];
     for (std::int32_t d = 0; d < dim; ++d) qs[d] = q[d] * scale;
     for (std::int32_t d = dim; d < padded; ++d) qs[d] = 0.0f;

@@ -27,12 +27,14 @@ namespace inferkit::detail {
 inline namespace INFERKIT_ISA_ABI {
 
 /// A block of query rows: row r is query token t = r / group, group member g = r % group. Row
-/// (t, g) reads q + t * q_token_stride + g * head_dim, and writes out/lse likewise.
+/// (t, g) reads q + t * q_token_stride + g * q_head_stride, and writes out + t *
+/// out_token_stride + g * head_dim (lse likewise, packed).
 struct QueryRowBlock {
   std::int32_t num_tokens = 0;
   std::int32_t group = 1;
   const float* q = nullptr;
   std::int64_t q_token_stride = 0;
+  std::int64_t q_head_stride = 0;      ///< elements between the group's heads in q; 0: head_dim
   std::int64_t first_position = 0;     ///< position of token 0; token t is at first_position + t
   const std::uint8_t* mask = nullptr;  ///< token t's row: mask + t * mask_stride ([kv_len]); opt.
   std::int64_t mask_stride = 0;

@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(DecodeConfig<KV, kHeadDim>::kThreads, 1)
 #pragma unroll
   for (int e = 0; e < kVec; ++e) o[e] = 0.0f;
   if (active) {
-    load_row_chunk<kVec>(a.q + a.row_offset(s, kv_head, row0 + row) + lane * kVec, q);
+    load_row_chunk<kVec>(a.q + a.q_offset(s, kv_head, row0 + row) + lane * kVec, q);
   } else {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) q[e] = 0.0f;

@@ -19,8 +19,10 @@ namespace inferkit::detail::cuda {
 /// t = r / group, query head kv_head * group + r % group (GQA groups packed into rows).
 template <class KV, class QO>
 struct AttentionKernelArgs {
-  const QO* q = nullptr;                   ///< [query tokens][num_qo_heads][head_dim]
-  QO* out = nullptr;                       ///< same layout as q
+  const QO* q = nullptr;                   ///< [query tokens][num_qo_heads][head_dim], strided
+  std::int64_t q_row_stride = 0;           ///< elements between query tokens of q (resolved)
+  std::int64_t q_head_stride = 0;          ///< elements between heads of a token in q (resolved)
+  QO* out = nullptr;                       ///< [query tokens][num_qo_heads][head_dim], packed
   float* lse = nullptr;                    ///< optional [query tokens][num_qo_heads]
   const std::int32_t* q_indptr = nullptr;  ///< prefill: [num_seqs + 1]; decode: nullptr
   std::int32_t q_per_seq = 1;              ///< decode: query tokens per sequence
@@ -41,12 +43,19 @@ struct AttentionKernelArgs {
   [[nodiscard]] __device__ std::int32_t q_count(std::int32_t s) const {
     return q_indptr != nullptr ? q_indptr[s + 1] - q_indptr[s] : q_per_seq;
   }
-  /// Element offset of query row `row` of sequence s (KV head `kv_head`) in q / out.
+  /// Element offset of query row `row` of sequence s (KV head `kv_head`) in out (packed).
   [[nodiscard]] __device__ std::int64_t row_offset(std::int32_t s, std::int32_t kv_head,
                                                    std::int32_t row) const {
     const std::int64_t token = q_begin(s) + row / group;
     const std::int32_t head = kv_head * group + row % group;
     return (token * num_qo_heads + head) * kv.head_dim;
+  }
+  /// Element offset of query row `row` of sequence s (KV head `kv_head`) in q (strided).
+  [[nodiscard]] __device__ std::int64_t q_offset(std::int32_t s, std::int32_t kv_head,
+                                                 std::int32_t row) const {
+    const std::int64_t token = q_begin(s) + row / group;
+    const std::int32_t head = kv_head * group + row % group;
+    return token * q_row_stride + head * q_head_stride;
   }
   /// Index of row `row`'s LSE.
   [[nodiscard]] __device__ std::int64_t lse_index(std::int32_t s, std::int32_t kv_head,

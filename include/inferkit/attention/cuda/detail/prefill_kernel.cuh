@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(PrefillConfig<kHeadDim>::kThreads)
     uint4 packed = make_uint4(0, 0, 0, 0);
     if (r < rows) {
       float x[8];
-      load_row_chunk<8>(a.q + a.row_offset(s, kv_head, row0 + r) + c * 8, x);
+      load_row_chunk<8>(a.q + a.q_offset(s, kv_head, row0 + r) + c * 8, x);
       packed = make_uint4(pack2<KV>(x[0], x[1]), pack2<KV>(x[2], x[3]), pack2<KV>(x[4], x[5]),
                           pack2<KV>(x[6], x[7]));
     }
