@@ -109,6 +109,10 @@ if [ "$serve_rc" -ne 0 ] || [ "${serve_passed:-0}" -eq 0 ]; then fail "pytest te
 phase "tsan preset: the serving front's concurrency tests under ThreadSanitizer"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan
+# The preset's name filter must keep the many-client test: a filter that matched only the small
+# ones once passed here with no concurrency tested at all.
+ctest --preset tsan -N | grep -q "AsyncEngine: concurrent clients" ||
+  fail "the tsan test filter (CMakePresets.json) no longer selects the concurrency test"
 run_ctest tsan
 
 phase "asan preset: build and test under AddressSanitizer + UBSan"
