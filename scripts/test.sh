@@ -40,6 +40,7 @@ slowest() { python3 scripts/ci_slowest.py build/dev build/tsan build/asan || tru
 # fail <what>: says what failed, prints the counts so far, and stops.
 fail() {
   echo "$1 failed"
+  if [ "$failed" -eq 0 ]; then failed=1; fi  # a failed phase is a failure however it counts
   slowest
   counts
   exit 1

@@ -82,8 +82,8 @@ struct StepPlan {
   /// Whether nothing is computed this step.
   [[nodiscard]] bool empty() const noexcept { return sequences.empty(); }
   /// The pages (block ids) of sequence `s` in order, `[page_begin[s], page_end[s])` of the store.
-  /// Checked in debug builds only (INFERKIT_ASSERT), like an index.
-  [[nodiscard]] std::span<const std::int32_t> sequence_pages(std::int32_t s) const noexcept {
+  /// Checked in debug builds only (INFERKIT_ASSERT, which throws there), like an index.
+  [[nodiscard]] std::span<const std::int32_t> sequence_pages(std::int32_t s) const {
     INFERKIT_ASSERT(s >= 0 && s < num_seqs());
     const auto i = static_cast<std::size_t>(s);
     return page_indices.subspan(static_cast<std::size_t>(page_begin[i]),
@@ -184,7 +184,7 @@ inline void check_step_plan(const StepPlan& plan) {
       const std::int64_t pos = seq.num_cached_tokens + i;
       if (plan.positions[row] != pos) fail(name + "position of row " + std::to_string(row));
       const std::int64_t block =
-          plan.page_indices[pages.page_begin(s32) + static_cast<std::int32_t>(pos / bs)];
+          plan.page_indices[static_cast<std::size_t>(pages.page_begin(s32) + pos / bs)];
       if (plan.slot_mapping[row] != block * bs + pos % bs) {
         fail(name + "slot of row " + std::to_string(row) + " is not its page table slot");
       }
