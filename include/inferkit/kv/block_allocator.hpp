@@ -76,7 +76,7 @@ class BlockAllocator {
  private:
   std::int32_t num_blocks_ = 0;
   std::int32_t block_size_ = 0;
-  // Structure of arrays, one entry per block.
+  // Structure of arrays: each vector below is [num_blocks], indexed by BlockId.
   std::vector<std::int32_t> ref_count_;
   std::vector<std::int32_t> tokens_;  // slots holding tokens (0..block_size)
   std::vector<BlockId> next_;         // free list (singly) or LRU list (doubly) links

@@ -89,7 +89,8 @@ class PagedKVCache {
   std::int64_t layer_elements_ = 0;
   std::int64_t layer_scales_ = 0;
   using Storage = std::vector<T, detail::AlignedAllocator<T, 64>>;
-  // Appends stage one token-head vector on the stack, then stream it to its page.
+  // Appends stage one token-head vector (token_stride_ elements) on the stack, then stream it to
+  // its page; a vector over kStagingBytes bytes is written to the page directly.
   static constexpr std::size_t kStagingBytes = 4096;
   // Elements from which a quantizing append splits its heads over OpenMP threads (a decode step
   // of 256 sequences x 8 heads x 128 is 262K; a 64-sequence step of 2 heads x 64 stays serial).

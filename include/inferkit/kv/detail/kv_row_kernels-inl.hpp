@@ -66,7 +66,7 @@ INFERKIT_FORCEINLINE VF max_lanes(VF a, VF b) noexcept {
 }
 /// Round to nearest even of |x| < 2^22 (std::rint in the default rounding mode).
 INFERKIT_FORCEINLINE VF round_even(VF x) noexcept {
-  constexpr float kShift = 12582912.0f;  // 1.5 * 2^23
+  constexpr float kShift = 12582912.0f;  // 1.5 * 2^23: the sum's ulp is 1, so adding it rounds
   return (x + kShift) - kShift;
 }
 
