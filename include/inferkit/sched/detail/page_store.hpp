@@ -27,7 +27,7 @@ class PageStore {
 
   std::vector<std::int32_t> arena_;
   std::vector<Run> runs_;           // [slots]
-  std::int64_t live_capacity_ = 0;  // sum of the runs' capacities
+  std::int64_t live_capacity_ = 0;  // sum of the runs' capacities, in arena entries (pages)
 
  public:
   /// Makes room for sequence slots [0, n).
@@ -74,8 +74,9 @@ class PageStore {
  private:
   static std::size_t idx(std::int64_t i) noexcept { return static_cast<std::size_t>(i); }
 
-  // Gives slot s a run of capacity >= need at the arena's end (doubling), compacting the arena
-  // first when more than half of it is garbage.
+  // Gives slot s a run of capacity >= need pages at the arena's end (doubling), compacting the
+  // arena first when its garbage exceeds the live capacity by more than 4 * kMinCapacity entries
+  // (so more than half of it is garbage).
   void relocate(std::size_t s, std::int32_t need) {
     Run& run = runs_[s];
     const auto cap = std::max<std::int64_t>({need, std::int64_t{2} * run.capacity, kMinCapacity});
