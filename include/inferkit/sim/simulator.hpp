@@ -107,7 +107,7 @@ SimulationResult simulate(Scheduler& scheduler, const Cost& cost,
   const auto n = static_cast<std::int64_t>(workload.size());
   // Arrival time of each request as it becomes known (closed loop: when a client frees up).
   std::vector<double> arrival(workload.size(), -1.0);
-  std::int64_t next = 0;  // next request to add
+  std::int64_t next = 0;  // index in `workload` of the next request to add
   for (std::size_t i = 0; i < workload.size(); ++i) {
     if (!closed) {
       arrival[i] = workload[i].arrival_s;

@@ -108,7 +108,7 @@ namespace detail {
 
 /// A standard normal draw (Box-Muller).
 inline double normal_draw(Rng& rng) {
-  const double u = 1.0 - rng.uniform_double();  // (0, 1]
+  const double u = 1.0 - rng.uniform_double();  // (0, 1]: log(u) is finite
   const double v = rng.uniform_double();
   return std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * std::numbers::pi * v);
 }

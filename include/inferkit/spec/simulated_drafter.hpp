@@ -52,7 +52,7 @@ class SimulatedDrafter {
     const float floor = 1.0f / static_cast<float>(p.size());
     for (std::size_t i = 0; i < p.size(); ++i) {
       // Box-Muller: one standard normal from two uniforms.
-      const double u1 = 1.0 - rng.uniform_double();  // (0, 1]
+      const double u1 = 1.0 - rng.uniform_double();  // (0, 1]: log(u1) is finite
       const double u2 = rng.uniform_double();
       const double e = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
       q[i] = (p[i] + floor) * static_cast<float>(std::exp(static_cast<double>(noise_) * e));
