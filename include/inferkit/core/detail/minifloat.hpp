@@ -126,7 +126,7 @@ INFERKIT_HOST_DEVICE constexpr float decode_minifloat(std::uint32_t bits) noexce
     return bits_to_float(sign | float_to_bits(mag));
   }
   const std::uint32_t float_exp =
-      exp_field + static_cast<std::uint32_t>(127 - Format::kBias);  // re-bias
+      exp_field + static_cast<std::uint32_t>(127 - Format::kBias);  // re-bias to binary32's 127
   return bits_to_float(sign | (float_exp << 23) | (man << kDroppedBits));
 }
 

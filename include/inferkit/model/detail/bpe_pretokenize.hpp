@@ -103,7 +103,7 @@ void pre_tokenize(std::string_view text, PreTokenizerKind kind, std::vector<PreU
   if (text.empty()) return;
   decode_units(text, units);
   const std::size_t n = units.size() - 1;  // the last unit is the sentinel
-  std::size_t word_begin = 0;              // in units
+  std::size_t word_begin = 0;              // an index into units, not a byte offset
   const auto emit = [&](std::size_t word_end) {
     if (word_end > word_begin) {
       const std::uint32_t b = units[word_begin].begin;
