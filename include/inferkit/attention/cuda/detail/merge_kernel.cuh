@@ -44,7 +44,9 @@ __global__ void __launch_bounds__(32 * kMergeWarps, 1)
         lane == 0 && a.lse != nullptr ? a.lse + a.lse_index(s, kv_head, row0 + r) : nullptr;
     merge_row(chunks, v, state_rows * dim, a.partial_lse + prow, state_rows, dim, v, lse, lane, 32);
     QO* out = a.out + a.row_offset(s, kv_head, row0 + r);
-    for (std::int32_t d = lane; d < dim; d += 32) out[d] = from_f32<QO>(v[d]);  // own elements
+    // Each lane converts the elements merge_row gave it (d = lane, lane + 32, ...), so no
+    // __syncwarp is needed between the merge and the store.
+    for (std::int32_t d = lane; d < dim; d += 32) out[d] = from_f32<QO>(v[d]);
   }
 }
 
