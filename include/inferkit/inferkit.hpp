@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Umbrella header: every public inferkit header except the CUDA ones (.cuh, nvcc only) and the
-// CPU kernel internals under attention/cpu/ (attention.hpp brings in what it dispatches to).
+// CPU kernel internals under attention/cpu/ (attention.hpp brings in what it dispatches to; of
+// that folder only kernel_instances.hpp, for compiling the kernels once per program, is API).
 // Library code, tests and examples include exactly what they use; this header is for users.
 // Threads: includes only; each header it includes states its own rule.
 #pragma once
@@ -8,6 +9,7 @@
 // IWYU pragma: begin_exports
 #include <inferkit/attention/attention.hpp>
 #include <inferkit/attention/attention_params.hpp>
+#include <inferkit/attention/cpu/kernel_instances.hpp>
 #include <inferkit/attention/merge_states.hpp>
 #include <inferkit/attention/reference.hpp>
 #include <inferkit/core/backend.hpp>

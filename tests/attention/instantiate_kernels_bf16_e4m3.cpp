@@ -4,9 +4,5 @@
 // parallel.
 #include <tests/support/attention_kernels.hpp>
 
-namespace inferkit::detail {
-
-INFERKIT_TEST_FOR_EACH_PATH(INFERKIT_TEST_DEFINE_KERNEL, bfloat16)
-INFERKIT_TEST_FOR_EACH_PATH(INFERKIT_TEST_DEFINE_KERNEL, float8_e4m3)
-
-}  // namespace inferkit::detail
+INFERKIT_CPU_ATTENTION_INSTANTIATE(bfloat16)
+INFERKIT_CPU_ATTENTION_INSTANTIATE(float8_e4m3)

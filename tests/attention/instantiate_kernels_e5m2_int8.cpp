@@ -4,9 +4,5 @@
 // parallel.
 #include <tests/support/attention_kernels.hpp>
 
-namespace inferkit::detail {
-
-INFERKIT_TEST_FOR_EACH_PATH(INFERKIT_TEST_DEFINE_KERNEL, float8_e5m2)
-INFERKIT_TEST_FOR_EACH_PATH(INFERKIT_TEST_DEFINE_KERNEL, std::int8_t)
-
-}  // namespace inferkit::detail
+INFERKIT_CPU_ATTENTION_INSTANTIATE(float8_e5m2)
+INFERKIT_CPU_ATTENTION_INSTANTIATE(std::int8_t)

@@ -5,8 +5,4 @@
 // shared with the model and engine tests.
 #include <tests/support/attention_kernels.hpp>
 
-namespace inferkit::detail {
-
-INFERKIT_TEST_FOR_EACH_PATH(INFERKIT_TEST_DEFINE_KERNEL, float)
-
-}  // namespace inferkit::detail
+INFERKIT_CPU_ATTENTION_INSTANTIATE(float)

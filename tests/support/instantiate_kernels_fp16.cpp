@@ -6,8 +6,4 @@
 // compile their own copy in every TU.
 #include <tests/support/attention_kernels.hpp>
 
-namespace inferkit::detail {
-
-INFERKIT_TEST_FOR_EACH_PATH(INFERKIT_TEST_DEFINE_KERNEL, float16)
-
-}  // namespace inferkit::detail
+INFERKIT_CPU_ATTENTION_INSTANTIATE(float16)
