@@ -9,7 +9,8 @@
 // Whole model (needs $INFERKIT_MODEL, the file scripts/fetch-model.sh prints; skipped without):
 // decode steps of the Engine at batch 1/8/32 against a streaming read of all the weight bytes a
 // step reads (batch 1's floor) and against batch-1 steps timed alongside; prefill of a prompt
-// chunk against those batch-1 steps.
+// chunk against those batch-1 steps; batch-1 decode beside a busy-loop process against quiet
+// 1-thread decode (the shared-host case).
 // Run: OMP_NUM_THREADS=2 ./inferkit_bench_model (and OMP_NUM_THREADS=1).
 // GCC 12's AVX-512 intrinsics (used by Eigen) self-initialize "undefined" operands, which
 // -Wmaybe-uninitialized flags at every inlined use: a known false positive.
@@ -17,6 +18,10 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <benchmark/benchmark.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -313,8 +318,10 @@ const LoadedModel* loaded_model() {
 /// An engine for `max_seqs` requests with a `budget`-token step and room for `kv_tokens` of
 /// context (never a preemption), without a prefix cache.
 std::unique_ptr<Engine> bench_engine(const LlamaModel& model, std::int32_t max_seqs,
-                                     std::int64_t budget, std::int64_t kv_tokens) {
+                                     std::int64_t budget, std::int64_t kv_tokens,
+                                     bool adaptive_threads = true) {
   EngineOptions o;
+  o.adaptive_threads = adaptive_threads;
   o.num_blocks = static_cast<std::int32_t>(kv_tokens / o.block_size + max_seqs + 1);
   o.prefix_cache = false;
   o.scheduler.max_num_seqs = max_seqs;
@@ -326,8 +333,9 @@ std::unique_ptr<Engine> bench_engine(const LlamaModel& model, std::int32_t max_s
 /// An engine with `batch` requests of distinct `prompt_tokens`-token prompts, run until every
 /// prompt is prefilled, so that each further step() is one decode row per request.
 std::unique_ptr<Engine> decoding_engine(const LlamaModel& model, std::int32_t batch,
-                                        std::int32_t prompt_tokens) {
-  auto engine = bench_engine(model, batch, 2048, std::int64_t{batch} * (prompt_tokens + 1536));
+                                        std::int32_t prompt_tokens, bool adaptive_threads = true) {
+  auto engine = bench_engine(model, batch, 2048, std::int64_t{batch} * (prompt_tokens + 1536),
+                             adaptive_threads);
   GenerationParams p;
   p.max_new_tokens = 1536;
   p.stop_at_eos = false;
@@ -381,6 +389,96 @@ void BM_Model_Decode(benchmark::State& state) {
   state.counters["tokens_per_s"] = batch / step_s;
   state.counters["ms_per_step"] = step_s * 1e3;
   state.counters["threads"] = num_threads();
+}
+
+/// A busy-loop child process, the "other process on one of the cores" of a shared host: started
+/// by the constructor, killed by the destructor.
+class BusyNeighbour {
+ public:
+  BusyNeighbour() : pid_(fork()) {
+    if (pid_ == 0) {
+      volatile std::uint64_t spin = 0;
+      for (;;) spin = spin + 1;  // never returns; the parent kills it
+    }
+  }
+  ~BusyNeighbour() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  BusyNeighbour(const BusyNeighbour&) = delete;
+  BusyNeighbour& operator=(const BusyNeighbour&) = delete;
+  bool running() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_;
+};
+
+/// Batch-1 decode while another process spins on one of the cores, with every thread the process
+/// has (OMP_NUM_THREADS), against batch-1 decode on one thread with the machine quiet, timed in
+/// alternating rounds of 32 steps each so both see the same host: `ratio_vs_quiet_1thread` (the
+/// issue's target: 0.8) and tokens/s under the neighbour, from the second round on, and the
+/// first round's tokens/s (the adaptive team learning of the neighbour). adaptive 1: the engine's
+/// default team, learnt by ThreadTuner (perf/thread_tuner.hpp); adaptive 0: every step on all
+/// threads, whose waits at each barrier for the thread that lost its core are what collapses.
+/// OMP_WAIT_POLICY=passive (threads sleep instead of spinning) is the other known remedy: run it
+/// both ways, and BM_Model_Decode for what passive costs a quiet host.
+void BM_Model_Decode_BusyNeighbour(benchmark::State& state) {
+  const LoadedModel* m = loaded_model();
+  if (m == nullptr) {
+    state.SkipWithError("set INFERKIT_MODEL to the file scripts/fetch-model.sh prints");
+    return;
+  }
+  constexpr int kRoundSteps = 32;
+  std::unique_ptr<Engine> engine = decoding_engine(m->model, 1, 64, state.range(0) != 0);
+  std::unique_ptr<Engine> quiet = decoding_engine(m->model, 1, 64);
+  const int threads = num_threads();
+  PairedTimes times;
+  double first_round_s = 0.0;  // the round in which the adaptive team learns of the neighbour
+  std::int64_t rounds = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+#if INFERKIT_HAS_OPENMP
+    omp_set_num_threads(1);
+#endif
+    for (int i = 0; i < kRoundSteps; ++i) times.baseline.push_back(timed_step(*quiet));
+#if INFERKIT_HAS_OPENMP
+    omp_set_num_threads(threads);
+#endif
+    {
+      const BusyNeighbour neighbour;
+      if (!neighbour.running()) {
+        state.SkipWithError("fork() failed: no neighbour process");
+        break;
+      }
+      state.ResumeTiming();
+      for (int i = 0; i < kRoundSteps; ++i) {
+        const double step_s = timed_step(*engine);
+        if (rounds == 0) {
+          first_round_s += step_s;
+        } else {
+          times.kernel.push_back(step_s);
+        }
+      }
+      state.PauseTiming();
+    }
+    if (rounds++ == 0) times.baseline.clear();  // paired with the rounds after the first
+    state.ResumeTiming();
+  }
+  if (times.kernel.empty()) {
+    state.SkipWithError("one round only: raise the MinTime");
+    return;
+  }
+  // From the second round on: the steady state. The first round, where the adaptive team starts
+  // at every thread and must see the neighbour before it leaves, is its own counter.
+  const double step_s = times.report(state, "ratio_vs_quiet_1thread");
+  state.counters["first_round_tokens_per_s"] = kRoundSteps / first_round_s;
+  state.counters["tokens_per_s"] = 1.0 / step_s;
+  state.counters["quiet_1thread_tokens_per_s"] = 1.0 / PairedTimes::median(times.baseline);
+  state.counters["threads"] = threads;
+  state.counters["team_last_step"] = engine->stats().step_threads;
+  state.counters["team_switches"] = static_cast<double>(engine->stats().thread_switches);
 }
 
 /// Prefill of one `chunk`-token prompt (a fresh engine per iteration, not timed): prompt
@@ -444,6 +542,13 @@ BENCHMARK(BM_Model_Decode)
     ->Arg(32)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0)
+    ->UseRealTime();
+BENCHMARK(BM_Model_Decode_BusyNeighbour)
+    ->ArgNames({"adaptive"})
+    ->Arg(1)
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(4)  // rounds; the first is reported apart
     ->UseRealTime();
 BENCHMARK(BM_Model_Prefill)
     ->ArgNames({"tokens"})

@@ -217,20 +217,44 @@ TEST_CASE("Engine: a request's tokens are the same alone, in a batch and at any 
   const int n = kBatchRequests;
   const auto prompts = prompts_of(m->tokenizer, n);
   const std::int64_t len = 16 / kScale;
-  const auto batched = serve(m->model, options(true, false), prompts, len);
+  EngineOptions pinned = options(true, false);  // every step on omp_get_max_threads() threads
+  pinned.adaptive_threads = false;
+  const auto batched = serve(m->model, pinned, prompts, len);
   for (int i = 0; i < n; i += 5) {
     INFO("request " << i);
-    const auto alone =
-        serve(m->model, options(true, false), {prompts[static_cast<std::size_t>(i)]}, len);
+    const auto alone = serve(m->model, pinned, {prompts[static_cast<std::size_t>(i)]}, len);
     CHECK(alone[0] == batched[static_cast<std::size_t>(i)]);
   }
 #if INFERKIT_HAS_OPENMP
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  const auto serial = serve(m->model, options(true, false), prompts, len);
+  const auto serial = serve(m->model, pinned, prompts, len);
   omp_set_num_threads(threads);
   CHECK(serial == batched);
+  // The adaptive team, made to probe at every other step and to switch on any gain (so that
+  // steps run on both team sizes here), changes no token, and gives the caller's team back.
+  if (threads > 1) {
+    EngineOptions adaptive = options(true, false);
+    adaptive.thread_tuner.min_probe_interval = 1;
+    adaptive.thread_tuner.max_probe_interval = 1;
+    adaptive.thread_tuner.max_probe_interval_reduced = 1;
+    adaptive.thread_tuner.switch_margin = 0.0;
+    EngineStats stats;
+    CHECK(serve(m->model, adaptive, prompts, len, &stats) == batched);
+    CHECK(omp_get_max_threads() == threads);
+    CHECK(stats.step_threads >= 1);
+    CHECK(stats.step_threads <= threads);
+  }
 #endif
+}
+
+TEST_CASE("Engine: bad thread tuner options are an Error naming the option") {
+  INFERKIT_NEED_SMOLLM2(m);
+  EngineOptions o = options(true, false);
+  o.thread_tuner.min_probe_interval = 0;
+  std::string message;
+  CHECK(test::code_of([&] { Engine e(m->model, o); }, &message) == ErrorCode::kInvalidArgument);
+  CHECK(message.find("min_probe_interval = 0") != std::string::npos);
 }
 
 TEST_CASE("Engine: streaming hands out every output token once, in order", "[engine][engine]") {

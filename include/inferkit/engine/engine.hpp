@@ -18,6 +18,7 @@
 #include <inferkit/core/token_id.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/model/llama_model.hpp>
+#include <inferkit/perf/thread_tuner.hpp>
 #include <inferkit/plan/step_plan.hpp>
 #include <inferkit/prefix/radix_tree.hpp>
 #include <inferkit/sched/continuous_scheduler.hpp>
@@ -75,6 +76,12 @@ struct EngineOptions {
   /// Tokens that end every request (besides its own stop tokens) when `stop_at_eos`; empty:
   /// none. The caller fills them from the tokenizer (eos, <|im_end|> for chat models).
   std::vector<TokenId> eos_tokens;
+  /// Each step runs on an OpenMP team of 1..omp_get_max_threads() threads that ThreadTuner
+  /// learns from the steps' times (perf/thread_tuner.hpp): with another process busy on one of
+  /// two cores, one thread decodes faster than two. Outputs do not depend on it. false: every
+  /// step runs on omp_get_max_threads() threads.
+  bool adaptive_threads = true;
+  ThreadTunerOptions thread_tuner{};  ///< how the team is probed and switched
 };
 
 /// Counters of an engine since construction.
@@ -86,6 +93,8 @@ struct EngineStats {
   std::int64_t accepted_tokens = 0;  ///< of which accepted
   double forward_seconds = 0.0;      ///< wall time in LlamaModel::forward
   double step_seconds = 0.0;         ///< wall time in step(), scheduling and sampling included
+  std::int32_t step_threads = 0;     ///< OpenMP team of the last step (1 without OpenMP)
+  std::int64_t thread_switches = 0;  ///< times adaptive_threads changed the team
 };
 
 /// Serves requests on a LlamaModel with inferkit's scheduler, paged KV, prefix cache and
@@ -126,6 +135,7 @@ class Engine {
   std::vector<RequestOutcome> finished_;
   std::function<void(const TokenEvent&)> on_tokens_;
   EngineStats stats_;
+  ThreadTuner tuner_{1};  // rebuilt for omp_get_max_threads() at the step that finds it changed
   RequestId next_id_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 
@@ -147,6 +157,7 @@ class Engine {
     check_arg(!options.ngram_speculation || options.max_draft_tokens >= 1,
               ErrorCode::kInvalidArgument, "max_draft_tokens", options.max_draft_tokens,
               "must be >= 1 with ngram_speculation; limit", 1);
+    (void)ThreadTuner(1, options.thread_tuner);  // throws for bad tuner options, here
     if (options_.prefix_cache) tree_ = std::make_unique<RadixTree>(*allocator_);
     SchedulerConfig c = options_.scheduler;
     if (c.max_model_len == 0) c.max_model_len = model.config().context_length;

@@ -11,12 +11,54 @@
 #include <cstdint>
 #include <inferkit/engine/engine.hpp>
 
+#if INFERKIT_HAS_OPENMP
+#  include <omp.h>
+#endif
+
 namespace inferkit {
+
+namespace detail {
+
+/// Runs the OpenMP regions of its scope on `team` threads, then gives the calling thread back
+/// the team size it had (the engine's caller may run OpenMP code of its own on that thread).
+class ScopedOmpThreads {
+ public:
+  ScopedOmpThreads(int team, int previous) noexcept : previous_(previous) {
+#if INFERKIT_HAS_OPENMP
+    if (team != previous_) omp_set_num_threads(team);
+#endif
+    changed_ = team != previous_;
+  }
+  ~ScopedOmpThreads() {
+#if INFERKIT_HAS_OPENMP
+    if (changed_) omp_set_num_threads(previous_);
+#endif
+  }
+  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
+  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
+
+ private:
+  int previous_;
+  bool changed_ = false;
+};
+
+}  // namespace detail
 
 inline bool Engine::step() {
   const auto t0 = std::chrono::steady_clock::now();
   const StepPlan& plan = sched_->schedule(now());
   if (plan.empty()) return false;
+#if INFERKIT_HAS_OPENMP
+  const int max_threads = omp_get_max_threads();  // the caller's setting, read at every step
+#else
+  const int max_threads = 1;
+#endif
+  if (options_.adaptive_threads && tuner_.max_threads() != max_threads) {
+    tuner_ = ThreadTuner(max_threads, options_.thread_tuner);
+  }
+  const int team = options_.adaptive_threads ? tuner_.threads() : max_threads;
+  const detail::ScopedOmpThreads scoped_team(team, max_threads);
+  stats_.step_threads = team;
   const auto vocab = static_cast<std::size_t>(model_.config().vocab_size);
   logits_.resize(plan.logits_indices.size() * vocab);
   const auto f0 = std::chrono::steady_clock::now();
@@ -106,8 +148,14 @@ inline bool Engine::step() {
     for (const ScheduledSequence& seq : plan.sequences) propose_drafts(seq.request_id);
     for (const RequestId child : forked_) propose_drafts(child);
   }
-  stats_.step_seconds +=
+  const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.step_seconds += seconds;
+  if (options_.adaptive_threads) {
+    const std::int64_t switches = tuner_.switches();
+    tuner_.record(seconds, static_cast<double>(plan.num_tokens()));
+    stats_.thread_switches += tuner_.switches() - switches;
+  }
   return true;
 }
 
