@@ -32,10 +32,6 @@
 #include <utility>
 #include <vector>
 
-#if INFERKIT_HAS_OPENMP
-#  include <omp.h>
-#endif
-
 namespace {
 
 using nlohmann::json;
@@ -479,6 +475,8 @@ class Server {
     o.engine.scheduler.max_batched_tokens = flags_.max_batched_tokens;
     o.engine.scheduler.max_model_len = context;
     o.engine.prefix_cache = !flags_.no_prefix_cache;
+    // Per engine: omp_set_num_threads() here would set this thread's team, not the engine's.
+    o.engine.threads = flags_.threads;
     o.engine.ngram_speculation = flags_.spec == "ngram";
     o.engine.eos_tokens = model_->end_tokens;
     o.max_queued_requests = flags_.max_queued_requests;
@@ -880,9 +878,6 @@ int main(int argc, char** argv) {
     app.add_option("--timeout-seconds", f.timeout_seconds)->transform(integer_in(1, 3600));
     app.add_option("--drain-seconds", f.drain_seconds)->transform(integer_in(0, 3600));
     app.parse(argc, argv);
-#if INFERKIT_HAS_OPENMP
-    if (f.threads > 0) omp_set_num_threads(f.threads);
-#endif
     std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not end the server
     std::signal(SIGINT, [](int) { g_stop.store(true); });
     std::signal(SIGTERM, [](int) { g_stop.store(true); });

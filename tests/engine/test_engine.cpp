@@ -18,6 +18,7 @@
 #include <tests/support/error_code.hpp>
 #include <tests/support/json_lines.hpp>
 #include <tests/support/smollm2.hpp>
+#include <thread>
 #include <vector>
 
 #if INFERKIT_HAS_OPENMP
@@ -248,14 +249,43 @@ TEST_CASE("Engine: a request's tokens are the same alone, in a batch and at any 
 #endif
 }
 
-TEST_CASE("Engine: bad thread tuner options are an Error naming the option") {
+TEST_CASE("Engine: bad thread options are an Error naming the option") {
   INFERKIT_NEED_SMOLLM2(m);
   EngineOptions o = options(true, false);
   o.thread_tuner.min_probe_interval = 0;
   std::string message;
   CHECK(test::code_of([&] { Engine e(m->model, o); }, &message) == ErrorCode::kInvalidArgument);
   CHECK(message.find("min_probe_interval = 0") != std::string::npos);
+  o = options(true, false);
+  o.threads = -1;
+  CHECK(test::code_of([&] { Engine e(m->model, o); }, &message) == ErrorCode::kInvalidArgument);
+  CHECK(message.find("threads = -1") != std::string::npos);
 }
+
+#if INFERKIT_HAS_OPENMP
+TEST_CASE("Engine: the threads option limits every step, on whatever thread steps it") {
+  INFERKIT_NEED_SMOLLM2(m);
+  // An engine stepped on a thread of its own, as AsyncEngine's is: omp_set_num_threads() on the
+  // thread that built it would not reach that thread; EngineOptions::threads must.
+  const auto prompts = prompts_of(m->tokenizer, 2);
+  EngineOptions o = options(true, false);
+  o.adaptive_threads = false;
+  const auto all_threads = serve(m->model, o, prompts, 4);
+  o.threads = 1;
+  EngineStats stats;
+  std::vector<std::vector<TokenId>> one_thread;
+  std::thread stepper([&] { one_thread = serve(m->model, o, prompts, 4, &stats); });
+  stepper.join();
+  CHECK(stats.step_threads == 1);
+  CHECK(one_thread == all_threads);
+  // The engine gives the stepping thread its own setting back after each step.
+  const int before = omp_get_max_threads();
+  o.threads = before + 1;
+  (void)serve(m->model, o, prompts, 1, &stats);
+  CHECK(stats.step_threads == before + 1);
+  CHECK(omp_get_max_threads() == before);
+}
+#endif
 
 TEST_CASE("Engine: streaming hands out every output token once, in order", "[engine][engine]") {
   INFERKIT_NEED_SMOLLM2(m);

@@ -76,10 +76,14 @@ struct EngineOptions {
   /// Tokens that end every request (besides its own stop tokens) when `stop_at_eos`; empty:
   /// none. The caller fills them from the tokenizer (eos, <|im_end|> for chat models).
   std::vector<TokenId> eos_tokens;
-  /// Each step runs on an OpenMP team of 1..omp_get_max_threads() threads that ThreadTuner
+  /// The most OpenMP threads a step runs on; 0: omp_get_max_threads() of the thread that calls
+  /// step(), read at every step. Set it here rather than with omp_set_num_threads(), whose
+  /// setting belongs to the calling thread and never reaches AsyncEngine's engine thread.
+  std::int32_t threads = 0;
+  /// Each step runs on an OpenMP team of 1..(the limit above) threads that ThreadTuner
   /// learns from the steps' times (perf/thread_tuner.hpp): with another process busy on one of
   /// two cores, one thread decodes faster than two. Outputs do not depend on it. false: every
-  /// step runs on omp_get_max_threads() threads.
+  /// step runs on the limit.
   bool adaptive_threads = true;
   ThreadTunerOptions thread_tuner{};  ///< how the team is probed and switched
 };
@@ -154,6 +158,8 @@ class Engine {
             static_cast<std::size_t>(std::max(options.max_draft_tokens, 1))) {
     check_arg(options.num_blocks >= 1, ErrorCode::kInvalidArgument, "num_blocks",
               options.num_blocks, "must be >=", 1);
+    check_arg(options.threads >= 0, ErrorCode::kInvalidArgument, "threads", options.threads,
+              "must be >= 0 (0: omp_get_max_threads()); limit", 0);
     check_arg(!options.ngram_speculation || options.max_draft_tokens >= 1,
               ErrorCode::kInvalidArgument, "max_draft_tokens", options.max_draft_tokens,
               "must be >= 1 with ngram_speculation; limit", 1);

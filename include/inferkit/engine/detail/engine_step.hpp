@@ -49,15 +49,17 @@ inline bool Engine::step() {
   const StepPlan& plan = sched_->schedule(now());
   if (plan.empty()) return false;
 #if INFERKIT_HAS_OPENMP
-  const int max_threads = omp_get_max_threads();  // the caller's setting, read at every step
+  const int caller_threads = omp_get_max_threads();  // the caller's setting, read at every step
 #else
-  const int max_threads = 1;
+  const int caller_threads = 1;
 #endif
+  const int max_threads =
+      options_.threads > 0 && INFERKIT_HAS_OPENMP ? options_.threads : caller_threads;
   if (options_.adaptive_threads && tuner_.max_threads() != max_threads) {
     tuner_ = ThreadTuner(max_threads, options_.thread_tuner);
   }
   const int team = options_.adaptive_threads ? tuner_.threads() : max_threads;
-  const detail::ScopedOmpThreads scoped_team(team, max_threads);
+  const detail::ScopedOmpThreads scoped_team(team, caller_threads);
   stats_.step_threads = team;
   const auto vocab = static_cast<std::size_t>(model_.config().vocab_size);
   logits_.resize(plan.logits_indices.size() * vocab);
