@@ -467,7 +467,7 @@ void BM_Model_Decode_BusyNeighbour(benchmark::State& state) {
     state.ResumeTiming();
   }
   if (times.kernel.empty()) {
-    state.SkipWithError("one round only: raise the MinTime");
+    state.SkipWithError("one round only: raise the Iterations");
     return;
   }
   // From the second round on: the steady state. The first round, where the adaptive team starts

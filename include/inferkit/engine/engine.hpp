@@ -139,7 +139,7 @@ class Engine {
   std::vector<RequestOutcome> finished_;
   std::function<void(const TokenEvent&)> on_tokens_;
   EngineStats stats_;
-  ThreadTuner tuner_{1};  // rebuilt for omp_get_max_threads() at the step that finds it changed
+  ThreadTuner tuner_;  // rebuilt for the step's thread limit at the step that finds it changed
   RequestId next_id_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 
@@ -155,7 +155,8 @@ class Engine {
         drafter_(
             static_cast<std::size_t>(std::max(options.ngram_min, 1)),
             static_cast<std::size_t>(std::max(options.ngram_max, std::max(options.ngram_min, 1))),
-            static_cast<std::size_t>(std::max(options.max_draft_tokens, 1))) {
+            static_cast<std::size_t>(std::max(options.max_draft_tokens, 1))),
+        tuner_(1, options.thread_tuner) {  // throws for bad tuner options
     check_arg(options.num_blocks >= 1, ErrorCode::kInvalidArgument, "num_blocks",
               options.num_blocks, "must be >=", 1);
     check_arg(options.threads >= 0, ErrorCode::kInvalidArgument, "threads", options.threads,
@@ -163,7 +164,6 @@ class Engine {
     check_arg(!options.ngram_speculation || options.max_draft_tokens >= 1,
               ErrorCode::kInvalidArgument, "max_draft_tokens", options.max_draft_tokens,
               "must be >= 1 with ngram_speculation; limit", 1);
-    (void)ThreadTuner(1, options.thread_tuner);  // throws for bad tuner options, here
     if (options_.prefix_cache) tree_ = std::make_unique<RadixTree>(*allocator_);
     SchedulerConfig c = options_.scheduler;
     if (c.max_model_len == 0) c.max_model_len = model.config().context_length;

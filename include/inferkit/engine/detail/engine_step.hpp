@@ -23,11 +23,11 @@ namespace detail {
 /// the team size it had (the engine's caller may run OpenMP code of its own on that thread).
 class ScopedOmpThreads {
  public:
-  ScopedOmpThreads(int team, int previous) noexcept : previous_(previous) {
+  ScopedOmpThreads(int team, int previous) noexcept
+      : previous_(previous), changed_(team != previous) {
 #if INFERKIT_HAS_OPENMP
-    if (team != previous_) omp_set_num_threads(team);
+    if (changed_) omp_set_num_threads(team);
 #endif
-    changed_ = team != previous_;
   }
   ~ScopedOmpThreads() {
 #if INFERKIT_HAS_OPENMP
@@ -39,7 +39,7 @@ class ScopedOmpThreads {
 
  private:
   int previous_;
-  bool changed_ = false;
+  bool changed_;
 };
 
 }  // namespace detail
