@@ -232,13 +232,15 @@ TEST_CASE("Engine: a request's tokens are the same alone, in a batch and at any 
   const auto serial = serve(m->model, pinned, prompts, len);
   omp_set_num_threads(threads);
   CHECK(serial == batched);
-  // The adaptive team, made to probe at every other step and to switch on any gain (so that
-  // steps run on both team sizes here), changes no token, and gives the caller's team back.
+  // The adaptive team, made to probe every few steps (a lost probe that cost x team steps waits
+  // about x - 1 steps, not the default's 50 (x - 1)) and to switch on any gain, so that steps run
+  // on both team sizes here, changes no token, and gives the caller's team back.
   if (threads > 1) {
     EngineOptions adaptive = options(true, false);
     adaptive.thread_tuner.min_probe_interval = 1;
     adaptive.thread_tuner.max_probe_interval = 1;
     adaptive.thread_tuner.max_probe_interval_reduced = 1;
+    adaptive.thread_tuner.max_probe_overhead = 1.0;
     adaptive.thread_tuner.switch_margin = 0.0;
     EngineStats stats;
     CHECK(serve(m->model, adaptive, prompts, len, &stats) == batched);
