@@ -9,7 +9,7 @@ inferkit_install_missing() {
     pkg-config doxygen libcli11-dev nlohmann-json3-dev libcpp-httplib-dev prometheus-cpp-dev "$@")
   local missing=()
   for pkg in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+    grep -q "install ok installed" <<<"$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)" ||
       missing+=("$pkg")
   done
   if ((${#missing[@]})); then

@@ -111,8 +111,9 @@ phase "tsan preset: the serving front's concurrency tests under ThreadSanitizer"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan
 # The preset's name filter must keep the many-client test: a filter that matched only the small
-# ones once passed here with no concurrency tested at all.
-ctest --preset tsan -N | grep -q "AsyncEngine: concurrent clients" ||
+# ones once passed here with no concurrency tested at all. The list is read whole before grep:
+# `ctest -N | grep -q` under pipefail fails whenever grep exits before ctest's last write (SIGPIPE).
+grep -q "AsyncEngine: concurrent clients" <<<"$(ctest --preset tsan -N)" ||
   fail "the tsan test filter (CMakePresets.json) no longer selects the concurrency test"
 run_ctest tsan
 
@@ -164,7 +165,7 @@ if inferkit_find_nvcc; then
   run_ctest cuda -L cuda_package
   # Without a GPU the CUDA tests could only skip; a runner whose last words are "all skipped"
   # reads as a run that tested nothing, so they are counted as skipped without starting ctest.
-  if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  if grep -q '^GPU' <<<"$(nvidia-smi -L 2>/dev/null || true)"; then
     run_ctest cuda -L cuda
   else
     echo "cuda tests: built, not run (no GPU listed by nvidia-smi -L)"
