@@ -242,7 +242,8 @@ double fma_peak_per_second() {
 
 /// Element `i` of a pool of T, a small finite value from a hash: fp16 |x| in [2^-3, 1); fp8 e4m3
 /// |x| in [2^-4, 16) with one code in 20 subnormal (as a quantized cache holds for its smallest
-/// values); int8 any code in [-127, 127]. V gets K's negation.
+/// values); int8 any code in [-127, 127]; packed int4 (std::uint8_t) any two nibbles. V gets K's
+/// negation.
 template <class T>
 T pool_element(std::uint32_t i, bool v) {
   const std::uint32_t h = i * 2654435761u;
@@ -253,6 +254,9 @@ T pool_element(std::uint32_t i, bool v) {
     const std::uint32_t exp = (h >> 9) % 20 == 0 ? 0u : 3u + (h >> 11) % 8u;
     const std::uint32_t man = exp == 0 ? 1u + (h >> 14) % 7u : (h >> 14) & 7u;
     return float8_e4m3::from_bits(static_cast<std::uint8_t>((sign >> 8) | (exp << 3) | man));
+  } else if constexpr (std::is_same_v<T, std::uint8_t>) {
+    const auto byte = static_cast<std::uint8_t>(h >> 9);
+    return v ? static_cast<std::uint8_t>(~byte) : byte;
   } else {
     static_assert(std::is_same_v<T, std::int8_t>);
     const auto code = static_cast<std::int32_t>((h >> 9) % 255u) - 127;
@@ -260,23 +264,35 @@ T pool_element(std::uint32_t i, bool v) {
   }
 }
 
-/// One layer's paged K/V pool of T (fp16, fp8 e4m3 with a scale per block and head, or int8
-/// with a scale per token and head), filled with small finite values.
+/// One layer's paged K/V pool of T (fp16, fp8 e4m3 with a scale per block and head, int8 with a
+/// scale per token and head, or packed int4, std::uint8_t, with a scale and a zero point per
+/// token and head), filled with small finite values.
 template <class T>
 struct KvPool {
-  static constexpr std::size_t kElems = std::size_t{kPoolBlocks} * kKvHeads * kBlockSize * kHeadDim;
+  static constexpr bool kInt4 = std::is_same_v<T, std::uint8_t>;
+  static constexpr bool kPerToken = std::is_same_v<T, std::int8_t> || kInt4;
+  static constexpr std::size_t kElems =
+      std::size_t{kPoolBlocks} * kKvHeads * kBlockSize * (kInt4 ? kHeadDim / 2 : kHeadDim);
   static constexpr std::size_t kScales =
-      std::is_same_v<T, std::int8_t>
-          ? std::size_t{kPoolBlocks} * kKvHeads * kBlockSize
-          : (std::is_same_v<T, float16> ? 0 : std::size_t{kPoolBlocks} * kKvHeads);
+      kPerToken ? std::size_t{kPoolBlocks} * kKvHeads * kBlockSize
+                : (std::is_same_v<T, float16> ? 0 : std::size_t{kPoolBlocks} * kKvHeads);
   HugeBuffer<T> k{kElems}, v{kElems};
   std::vector<float> k_scale, v_scale;
+  std::vector<float> k_zero, v_zero;  // int4 only
   PagedKVView<const T> view;
 
   KvPool() : k_scale(kScales, 1.0f / 8.0f), v_scale(kScales, 1.0f / 4.0f) {
     if constexpr (std::is_same_v<T, std::int8_t>) {
       std::fill(k_scale.begin(), k_scale.end(), 1.0f / 127.0f);
       std::fill(v_scale.begin(), v_scale.end(), 1.0f / 127.0f);
+    } else if constexpr (kInt4) {
+      std::fill(k_scale.begin(), k_scale.end(), 1.0f / 7.5f);
+      std::fill(v_scale.begin(), v_scale.end(), 1.0f / 7.5f);
+      k_zero.assign(kScales, 7.5f);
+      v_zero.assign(kScales, 7.5f);
+      view.k_zero = k_zero.data();
+      view.v_zero = v_zero.data();
+      view.packed_int4 = true;
     }
     view.num_blocks = kPoolBlocks;
     view.num_kv_heads = kKvHeads;
@@ -300,9 +316,11 @@ struct KvPool {
     static KvPool pool;
     return pool;
   }
-  /// Bytes a decode over `tokens` tokens of `pages` pages reads: K and V codes and scales.
+  /// Bytes a decode over `tokens` tokens of `pages` pages reads: K and V codes, scales and int4
+  /// zero points.
   static double bytes_read(double tokens, double pages) {
-    const double codes = 2.0 * tokens * kKvHeads * kHeadDim * sizeof(T);
+    const double codes = 2.0 * tokens * kKvHeads * (kInt4 ? kHeadDim / 2 : kHeadDim) * sizeof(T);
+    if constexpr (kInt4) return codes + 2.0 * tokens * kKvHeads * 8.0;
     if constexpr (std::is_same_v<T, std::int8_t>) return codes + 2.0 * tokens * kKvHeads * 4.0;
     if constexpr (std::is_same_v<T, float16>) return codes;
     return codes + 2.0 * pages * kKvHeads * 4.0;
@@ -369,7 +387,7 @@ std::uint64_t sum_page_head(const std::uint64_t* k, const std::uint64_t* v, std:
 /// their sum in `sink`.
 template <class T>
 double paged_read(const PagedKVView<const T>& kv, const PageTableView& pt, std::uint64_t& sink) {
-  static_assert(kHeadDim * sizeof(T) % 64 == 0, "rows are whole lines of 8-byte words");
+  static_assert(kHeadDim / 2 * sizeof(T) % 64 == 0, "rows are whole lines of 8-byte words");
   const std::int32_t items = pt.num_seqs * kv.num_kv_heads;
   double bytes = 0.0;
   std::uint64_t total = 0;
@@ -399,15 +417,18 @@ double paged_read(const PagedKVView<const T>& kv, const PageTableView& pt, std::
                              span / sizeof(std::uint64_t), next_k, next_v);
       bytes += 2.0 * static_cast<double>(span);
       if (kv.k_scale != nullptr) {
-        // int8: a scale per token (a contiguous run per page and head); fp8: one per page and head.
-        constexpr bool kPerToken = std::is_same_v<T, std::int8_t>;
+        // int8 and int4: a scale (int4: and a zero point) per token, a contiguous run per page
+        // and head; fp8: one scale per page and head.
+        constexpr bool kPerToken = KvPool<T>::kPerToken;
+        constexpr bool kZeros = KvPool<T>::kInt4;
         const auto scale_index = [&](std::int32_t b) {
           return kPerToken ? kv.token_scale_index(b, h, 0) : std::int64_t{b} * kv.num_kv_heads + h;
         };
         if (p + 1 < pages) {  // the next page's run: its first and last float (two lines at most)
           const std::int64_t next = scale_index(pt.indices[first + p + 1]);
           const std::int64_t last = next + (kPerToken ? kv.block_size - 1 : 0);
-          for (const float* scale : {kv.k_scale, kv.v_scale}) {
+          for (const float* scale : {kv.k_scale, kv.v_scale, kv.k_zero, kv.v_zero}) {
+            if (scale == nullptr) continue;
             __builtin_prefetch(scale + next, 0, 3);
             __builtin_prefetch(scale + last, 0, 3);
           }
@@ -416,8 +437,10 @@ double paged_read(const PagedKVView<const T>& kv, const PageTableView& pt, std::
         const std::int32_t scales = kPerToken ? tokens : 1;
         for (std::int32_t i = 0; i < scales; ++i) {
           scale_total += kv.k_scale[first_scale + i] + kv.v_scale[first_scale + i];
+          if constexpr (kZeros)
+            scale_total += kv.k_zero[first_scale + i] + kv.v_zero[first_scale + i];
         }
-        bytes += 2.0 * scales * sizeof(float);
+        bytes += (kZeros ? 4.0 : 2.0) * scales * sizeof(float);
       }
     }
   }
@@ -881,6 +904,17 @@ BENCHMARK(BM_PagedDecode<float8_e4m3>)
     ->UseRealTime();
 BENCHMARK(BM_PagedDecode<std::int8_t>)
     ->Name("BM_PagedDecode_int8")
+    ->ArgNames({"batch", "ctx", "shuffled", "group"})
+    ->Args({8, 4096, 1, 4})
+    ->Args({32, 4096, 1, 4})
+    ->Args({8, 16384, 1, 4})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.3)
+    ->UseRealTime();
+// Packed int4 (issue 33: int4 KV that attention reads): a quarter of fp16's code bytes, plus a
+// scale and a zero point per token and head.
+BENCHMARK(BM_PagedDecode<std::uint8_t>)
+    ->Name("BM_PagedDecode_int4")
     ->ArgNames({"batch", "ctx", "shuffled", "group"})
     ->Args({8, 4096, 1, 4})
     ->Args({32, 4096, 1, 4})

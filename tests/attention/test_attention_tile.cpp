@@ -103,10 +103,14 @@ TileInputs<KV> make_inputs(const TileCase& c, Rng& rng) {
     const auto slot = static_cast<std::int32_t>(pos % c.block_size);
     for (std::int32_t h = 0; h < kKvHeads; ++h) {
       const auto off = static_cast<std::size_t>(view.offset(block, h, slot));
-      std::fill_n(in.f.k.begin() + static_cast<std::ptrdiff_t>(off), c.head_dim,
+      std::fill_n(in.f.k.begin() + static_cast<std::ptrdiff_t>(off), view.token_stride(),
                   test::nan_element<KV>());
-      std::fill_n(in.f.v.begin() + static_cast<std::ptrdiff_t>(off), c.head_dim,
+      std::fill_n(in.f.v.begin() + static_cast<std::ptrdiff_t>(off), view.token_stride(),
                   test::nan_element<KV>());
+      if constexpr (PagedKVFixture<KV>::kPerToken) {  // int8 and int4 have no NaN code
+        const auto si = static_cast<std::size_t>(view.token_scale_index(block, h, slot));
+        in.f.k_scale[si] = in.f.v_scale[si] = std::numeric_limits<float>::quiet_NaN();
+      }
     }
   };
   for (std::int64_t pos = 0; pos < c.seq_len; ++pos) {
@@ -218,9 +222,9 @@ Reference reference_tile(const TileInputs<KV>& in, const TileCase& c) {
   for (std::int32_t j = 0; j < n_keys; ++j) {
     for (std::int32_t d = 0; d < dim; ++d) {
       k[at(std::int64_t{j} * dim + d)] =
-          in.f.value(in.f.k, in.f.k_scale, 0, c.kv_begin + j, kHead, d);
+          in.f.value(in.f.k, in.f.k_scale, in.f.k_zero, 0, c.kv_begin + j, kHead, d);
       v[at(std::int64_t{j} * dim + d)] =
-          in.f.value(in.f.v, in.f.v_scale, 0, c.kv_begin + j, kHead, d);
+          in.f.value(in.f.v, in.f.v_scale, in.f.v_zero, 0, c.kv_begin + j, kHead, d);
     }
   }
   std::vector<std::uint8_t> visible(at(std::int64_t{c.tokens} * n_keys));
@@ -436,6 +440,7 @@ TEMPLATE_TEST_CASE("attend_rows: matches a double softmax for 1 to 9 rows, head 
   if (!test::path_runs_here<TestType>()) return;
   check_sweep_against_reference<TestType, float>(301);
   check_sweep_against_reference<TestType, float16>(302);
+  check_sweep_against_reference<TestType, std::uint8_t>(305);  // packed int4: zero points
 }
 
 TEMPLATE_TEST_CASE("attend_rows: keys a row does not see never reach it, even holding NaN",
@@ -446,6 +451,7 @@ TEMPLATE_TEST_CASE("attend_rows: keys a row does not see never reach it, even ho
   if (!test::path_runs_here<TestType>()) return;
   check_sweep_against_reference<TestType, float>(303, true);
   check_sweep_against_reference<TestType, float16>(304, true);
+  check_sweep_against_reference<TestType, std::uint8_t>(306, true);
 }
 
 TEMPLATE_TEST_CASE("attend_rows: prefetch distance leaves every output bit unchanged",
@@ -453,6 +459,7 @@ TEMPLATE_TEST_CASE("attend_rows: prefetch distance leaves every output bit uncha
   if (!test::path_runs_here<TestType>()) return;
   check_sweep_prefetch_invariant<TestType, float>(401);
   check_sweep_prefetch_invariant<TestType, float16>(402);
+  check_sweep_prefetch_invariant<TestType, std::uint8_t>(403);
 }
 
 TEMPLATE_TEST_CASE("attend_rows: rows that see no key get out 0 and lse -inf", "[attention]",

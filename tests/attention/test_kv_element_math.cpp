@@ -77,7 +77,7 @@ TEST_CASE("page_scale and token_address: the fixture's dequantized elements",
         for (std::int32_t d = 0; d < 64; d += 9) {
           const std::uint8_t code = kv.k[a.offset + d].bits;
           const float got = half_value(detail::e4m3_to_half_bits(code)) * scale;
-          CHECK(got == f.value(f.k, f.k_scale, s, pos, h, d));
+          CHECK(got == f.value(f.k, f.k_scale, f.k_zero, s, pos, h, d));
         }
       }
     }

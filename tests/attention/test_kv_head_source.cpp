@@ -30,14 +30,16 @@ using detail::TileRows;
 using detail::scale_mode_of;
 
 /// One layer's paged K/V (contents irrelevant: only addresses are checked) and a shuffled page
-/// table of one sequence. Scale entry i holds i + 0.25 for K and -(i + 0.25) for V, so a scale
-/// value names the entry it came from (exact in fp32 for the sizes here).
+/// table of one sequence. Scale entry i holds i + 0.25 for K and -(i + 0.25) for V (int4's zero
+/// points i + 0.5 and -(i + 0.5)), so a value names the entry it came from (exact in fp32 for the
+/// sizes here).
 template <class KV>
 struct Pool {
   PagedKVView<const KV> view;
   std::vector<KV> k, v;
   std::vector<float> k_scale, v_scale;
-  std::vector<std::int32_t> pages;  ///< the sequence's physical blocks, logical order
+  std::vector<float> k_zero, v_zero;  ///< packed int4 only
+  std::vector<std::int32_t> pages;    ///< the sequence's physical blocks, logical order
 
   Pool(std::int32_t block_size, std::int32_t heads, std::int32_t head_dim, std::int32_t blocks,
        std::int32_t seq_pages, Rng& rng) {
@@ -45,6 +47,7 @@ struct Pool {
     view.num_kv_heads = heads;
     view.block_size = block_size;
     view.head_dim = head_dim;
+    view.packed_int4 = detail::is_packed_int4_v<KV>;
     const auto n = static_cast<std::size_t>(view.block_stride() * blocks);
     k.resize(n);
     v.resize(n);
@@ -62,6 +65,16 @@ struct Pool {
       }
       view.k_scale = k_scale.data();
       view.v_scale = v_scale.data();
+    }
+    if constexpr (detail::is_packed_int4_v<KV>) {
+      k_zero.resize(k_scale.size());
+      v_zero.resize(k_scale.size());
+      for (std::size_t i = 0; i < k_zero.size(); ++i) {
+        k_zero[i] = static_cast<float>(i) + 0.5f;
+        v_zero[i] = -(static_cast<float>(i) + 0.5f);
+      }
+      view.k_zero = k_zero.data();
+      view.v_zero = v_zero.data();
     }
     std::vector<std::int32_t> perm(static_cast<std::size_t>(blocks));
     std::iota(perm.begin(), perm.end(), 0);
@@ -111,6 +124,10 @@ void check_gather(const Pool<KV>& pool, std::int32_t head, std::int64_t tok0, st
           src.v_scale != nullptr ? pool.v_scale[static_cast<std::size_t>(si)] : 1.0f;
       CHECK(tr.k_scale[j] == want_k);
       CHECK(tr.v_scale[j] == want_v);
+      if constexpr (TileRows<const KV>::kZeroPoints) {
+        CHECK(tr.k_zero[j] == pool.k_zero[static_cast<std::size_t>(si)]);
+        CHECK(tr.v_zero[j] == pool.v_zero[static_cast<std::size_t>(si)]);
+      }
     }
   }
   if constexpr (kMode != KvScaleMode::kNone) {
@@ -120,6 +137,10 @@ void check_gather(const Pool<KV>& pool, std::int32_t head, std::int64_t tok0, st
       INFO("tok0 " << tok0 << " count " << count << " lane " << j);
       CHECK(tr.k_scale[j] == 1.0f);
       CHECK(tr.v_scale[j] == 1.0f);
+      if constexpr (TileRows<const KV>::kZeroPoints) {  // and zero points exactly 0
+        CHECK(tr.k_zero[j] == 0.0f);
+        CHECK(tr.v_zero[j] == 0.0f);
+      }
     }
   }
 }
@@ -163,8 +184,9 @@ void check_gather_tiles(std::int32_t block_size, std::int32_t head_dim, Rng& rng
 }  // namespace
 
 TEMPLATE_TEST_CASE("TileRows: gather matches the paged layout token by token", "[attention]",
-                   float16, float8_e4m3, std::int8_t) {
-  // float16: no scales; float8_e4m3: one scale per (block, head); int8: one per token.
+                   float16, float8_e4m3, std::int8_t, std::uint8_t) {
+  // float16: no scales; float8_e4m3: one scale per (block, head); int8: one per token; packed
+  // int4: a scale and a zero point per token.
   Rng rng(std::is_same_v<TestType, float16> ? 101 : (sizeof(TestType) == 1 ? 103 : 107));
   for (const std::int32_t block_size : {1, 3, 16, 32}) {
     for (const std::int32_t head_dim : {8, 72}) {

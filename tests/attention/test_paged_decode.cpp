@@ -118,7 +118,7 @@ AttentionParams default_params() { return AttentionParams{}; }
 
 TEMPLATE_TEST_CASE("paged_decode: matches the double reference for every KV dtype",
                    "[attention][paged_decode]", float, float16, bfloat16, float8_e4m3, float8_e5m2,
-                   std::int8_t) {
+                   std::int8_t, std::uint8_t) {
   // Mixed batches: 1 token, exactly one full page, exactly full pages, odd tails, long.
   const std::vector<DecodeCase> cases = {
       {128, 2, 4, 16, 1, {1, 16, 64, 37, 300}, default_params()},
@@ -591,6 +591,57 @@ TEST_CASE("paged_decode: bad arguments throw before any output is written",
     bad.pages.indices = indices.data();
     expect_error(bad, ErrorCode::kOutOfRange);
   }
+}
+
+TEST_CASE("paged_decode: int4 KV without its flag, zero points or an even head_dim is an Error",
+          "[attention][paged_decode]") {
+  Rng rng(4);
+  const auto f = make_paged_kv<std::uint8_t>(rng, {20, 5}, 2, 16, 64);
+  const auto q = test::random_floats(rng, 2 * 8 * 64, -1.0f, 1.0f);
+  std::vector<float> out(2 * 8 * 64, 3.0f);
+  PagedDecodeArgs<std::uint8_t> args;
+  args.q = q.data();
+  args.kv = f.view();
+  args.pages = f.table();
+  args.num_qo_heads = 8;
+  args.head_dim = 64;
+  args.out = out.data();
+  const auto expect_error = [&](const PagedDecodeArgs<std::uint8_t>& bad, const char* names) {
+    std::string message;
+    CHECK(test::code_of([&] { paged_decode(cpu{}, bad); }, &message) ==
+          ErrorCode::kInvalidArgument);
+    CHECK_THAT(message, Catch::Contains(names));
+    CHECK(out == std::vector<float>(2 * 8 * 64, 3.0f));
+  };
+  auto bad = args;
+  bad.kv.packed_int4 = false;
+  expect_error(bad, "kv.packed_int4 = 0");
+  bad = args;
+  bad.kv.v_zero = nullptr;
+  expect_error(bad, "kv.k_zero/kv.v_zero");
+  bad = args;
+  bad.kv.k_scale = nullptr;
+  expect_error(bad, "kv.k_scale/kv.v_scale");
+  bad = args;
+  bad.head_dim = bad.kv.head_dim = 63;
+  expect_error(bad, "head_dim = 63");
+  // A flag on a type it does not describe.
+  auto f16 = make_paged_kv<float16>(rng, {20}, 2, 16, 64);
+  PagedDecodeArgs<float16> other;
+  other.q = q.data();
+  other.kv = f16.view();
+  other.kv.packed_int4 = true;
+  other.pages = f16.table();
+  other.num_qo_heads = 8;
+  other.head_dim = 64;
+  other.out = out.data();
+  std::string message;
+  CHECK(test::code_of([&] { paged_decode(cpu{}, other); }, &message) ==
+        ErrorCode::kInvalidArgument);
+  CHECK_THAT(message, Catch::Contains("kv.packed_int4 = 1"));
+  // And the well-formed arguments run.
+  paged_decode(cpu{}, args);
+  CHECK(out != std::vector<float>(2 * 8 * 64, 3.0f));
 }
 
 TEMPLATE_TEST_CASE("paged_decode: 16-bit q and out run through fp32 on the CPU",

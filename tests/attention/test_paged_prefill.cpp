@@ -111,7 +111,7 @@ void check_prefill_case(const PrefillCase& c, std::uint64_t seed) {
 
 TEMPLATE_TEST_CASE("paged_prefill: chunked prefill matches the double reference for every dtype",
                    "[attention][paged_prefill]", float, float16, bfloat16, float8_e4m3, float8_e5m2,
-                   std::int8_t) {
+                   std::int8_t, std::uint8_t) {
   const std::vector<PrefillCase> cases = {
       // whole prompt, chunk over cached pages, one-token chunk, exactly full pages
       {128, 2, 4, 16, {40, 300, 17, 64}, {40, 33, 1, 16}, AttentionParams{}},

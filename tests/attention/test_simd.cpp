@@ -197,6 +197,40 @@ TEMPLATE_TEST_CASE("Simd: load_kv converts every storage type like kv_to_float w
   check_load_kv<TestType, std::int8_t>(rng);
 }
 
+TEMPLATE_TEST_CASE("Simd: load_kv of packed int4 gives every byte's nibbles in dim order",
+                   "[attention]", INFERKIT_TEST_SIMD_POLICIES) {
+  // Packed int4 (std::uint8_t): kLanes dims are kLanes / 2 bytes, the even dim in the low nibble;
+  // a partial load of n dims (n even) reads n / 2 bytes and zero-fills the rest.
+  using Simd = TestType;
+  constexpr int kLanes = Simd::kLanes;
+  const auto want_lane = [](const std::uint8_t* p, int i, int n) {
+    if (i >= n) return 0.0f;
+    const std::uint8_t byte = p[i / 2];
+    return static_cast<float>(i % 2 == 0 ? byte & 0x0F : byte >> 4);
+  };
+  const auto check = [&](const std::uint8_t* p, int n, const Lanes<Simd>& got) {
+    for (int i = 0; i < kLanes; ++i) {
+      INFO("n " << n << " lane " << i << " byte " << int{p[i / 2]});
+      CHECK(got[static_cast<std::size_t>(i)] == want_lane(p, i, n));
+    }
+  };
+  std::vector<std::uint8_t> all(256 + kLanes);  // every byte, in every position of a load
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint8_t>(i * 7 + 3);
+  for (std::size_t i = 0; i + kLanes / 2 <= all.size(); ++i) {
+    check(all.data() + i, kLanes, lanes_of<Simd>(Simd::load_kv_full(all.data() + i)));
+    check(all.data() + i, kLanes, lanes_of<Simd>(Simd::load_kv(all.data() + i, kLanes)));
+  }
+  Rng rng(19);
+  std::uint8_t buf[48];
+  for (int n = 2; n <= kLanes + 4; n += 2) {
+    for (int trial = 0; trial < 20; ++trial) {
+      for (std::uint8_t& x : buf) x = static_cast<std::uint8_t>(rng.next_u32());
+      const std::uint8_t* p = buf + rng.below(17);
+      check(p, std::min(n, kLanes), lanes_of<Simd>(Simd::load_kv(p, n)));
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("Simd: raw e4m3 loads are kv_to_float / kE4m3RawDivisor for every non-NaN code",
                    "[attention]", INFERKIT_TEST_SIMD_POLICIES) {
   if constexpr (TestType::kRawE4m3) {

@@ -44,6 +44,7 @@ std::string kv_type_name() {
   if constexpr (std::is_same_v<KV, float8_e4m3>) return "fp8_e4m3";
   if constexpr (std::is_same_v<KV, float8_e5m2>) return "fp8_e5m2";
   if constexpr (std::is_same_v<KV, std::int8_t>) return "int8";
+  if constexpr (std::is_same_v<KV, std::uint8_t>) return "int4";
   return "?";
 }
 
@@ -59,11 +60,11 @@ float stored_to_float(KV x) {
   }
 }
 
-/// A stored element holding NaN (int8 has none: its slot's scale is NaN instead).
+/// A stored element holding NaN (int8 and int4 have none: their slot's scale is NaN instead).
 template <class KV>
 KV nan_element() {
-  if constexpr (std::is_same_v<KV, std::int8_t>) {
-    return std::int8_t{0};
+  if constexpr (std::is_same_v<KV, std::int8_t> || std::is_same_v<KV, std::uint8_t>) {
+    return KV{0};
   } else if constexpr (std::is_same_v<KV, float>) {
     return std::numeric_limits<float>::quiet_NaN();
   } else {
@@ -78,12 +79,14 @@ struct PagedKVFixture {
   std::int32_t block_size = 0;
   std::int32_t head_dim = 0;
   std::int32_t num_blocks = 0;
-  std::vector<KV> k, v;
+  std::vector<KV> k, v;                 // packed int4 (KV = std::uint8_t): two dims a byte
   std::vector<float> k_scale, v_scale;  // empty for fp32/fp16/bf16
+  std::vector<float> k_zero, v_zero;    // int4 only
   std::vector<std::int32_t> indptr, indices, last_page_len;
   std::vector<std::int64_t> seq_lens;
 
-  static constexpr bool kPerToken = std::is_same_v<KV, std::int8_t>;
+  static constexpr bool kPackedInt4 = std::is_same_v<KV, std::uint8_t>;
+  static constexpr bool kPerToken = std::is_same_v<KV, std::int8_t> || kPackedInt4;
   static constexpr bool kPerBlock =
       std::is_same_v<KV, float8_e4m3> || std::is_same_v<KV, float8_e5m2>;
 
@@ -93,6 +96,9 @@ struct PagedKVFixture {
     out.v = v.data();
     out.k_scale = k_scale.empty() ? nullptr : k_scale.data();
     out.v_scale = v_scale.empty() ? nullptr : v_scale.data();
+    out.k_zero = k_zero.empty() ? nullptr : k_zero.data();
+    out.v_zero = v_zero.empty() ? nullptr : v_zero.data();
+    out.packed_int4 = kPackedInt4;
     out.num_blocks = num_blocks;
     out.num_kv_heads = num_kv_heads;
     out.block_size = block_size;
@@ -105,21 +111,31 @@ struct PagedKVFixture {
   }
   std::int32_t num_seqs() const { return static_cast<std::int32_t>(seq_lens.size()); }
 
-  /// Dequantized value of element d of (sequence s, token pos, head h), as the kernels see it.
-  float value(const std::vector<KV>& data, const std::vector<float>& scales, std::int32_t s,
-              std::int64_t pos, std::int32_t h, std::int32_t d) const {
+  /// Dequantized value of element d of (sequence s, token pos, head h), as the kernels see it
+  /// (int4: (nibble - zero) * scale, each step in float).
+  float value(const std::vector<KV>& data, const std::vector<float>& scales,
+              const std::vector<float>& zeros, std::int32_t s, std::int64_t pos, std::int32_t h,
+              std::int32_t d) const {
     const PagedKVView<const KV> vw = view();
     const auto page = static_cast<std::int32_t>(pos / block_size);
     const auto slot = static_cast<std::int32_t>(pos % block_size);
     const std::int32_t block =
         indices[static_cast<std::size_t>(indptr[static_cast<std::size_t>(s)] + page)];
-    const float x = stored_to_float(data[static_cast<std::size_t>(vw.offset(block, h, slot) + d)]);
-    if constexpr (kPerToken) {
-      return x * scales[static_cast<std::size_t>(vw.token_scale_index(block, h, slot))];
-    } else if constexpr (kPerBlock) {
-      return x * scales[static_cast<std::size_t>(std::int64_t{block} * num_kv_heads + h)];
+    if constexpr (kPackedInt4) {
+      const std::uint8_t byte = data[static_cast<std::size_t>(vw.offset(block, h, slot) + d / 2)];
+      const auto nibble = static_cast<float>(d % 2 == 0 ? byte & 0x0F : byte >> 4);
+      const auto si = static_cast<std::size_t>(vw.token_scale_index(block, h, slot));
+      return (nibble - zeros[si]) * scales[si];
     } else {
-      return x;
+      const float x =
+          stored_to_float(data[static_cast<std::size_t>(vw.offset(block, h, slot) + d)]);
+      if constexpr (kPerToken) {
+        return x * scales[static_cast<std::size_t>(vw.token_scale_index(block, h, slot))];
+      } else if constexpr (kPerBlock) {
+        return x * scales[static_cast<std::size_t>(std::int64_t{block} * num_kv_heads + h)];
+      } else {
+        return x;
+      }
     }
   }
 
@@ -131,7 +147,8 @@ struct PagedKVFixture {
     for (std::int64_t p = 0; p < len; ++p) {
       for (std::int32_t h = 0; h < num_kv_heads; ++h) {
         for (std::int32_t d = 0; d < head_dim; ++d) {
-          out[i++] = want_v ? value(v, v_scale, s, p, h, d) : value(k, k_scale, s, p, h, d);
+          out[i++] = want_v ? value(v, v_scale, v_zero, s, p, h, d)
+                            : value(k, k_scale, k_zero, s, p, h, d);
         }
       }
     }
@@ -141,7 +158,7 @@ struct PagedKVFixture {
 
 /// Builds paged K/V for sequences of `seq_lens` tokens: pages are drawn from a random
 /// permutation of all blocks (`spare_blocks` stay unused), values are random, and every slot
-/// no sequence owns holds NaN (int8: a NaN scale).
+/// no sequence owns holds NaN (int8: a NaN scale; int4: a NaN scale and zero point).
 template <class KV>
 PagedKVFixture<KV> make_paged_kv(Rng& rng, const std::vector<std::int64_t>& seq_lens,
                                  std::int32_t num_kv_heads, std::int32_t block_size,
@@ -177,6 +194,10 @@ PagedKVFixture<KV> make_paged_kv(Rng& rng, const std::vector<std::int64_t>& seq_
     const auto n = static_cast<std::size_t>(std::int64_t{f.num_blocks} * num_kv_heads * block_size);
     f.k_scale.assign(n, nan);
     f.v_scale.assign(n, nan);
+    if constexpr (PagedKVFixture<KV>::kPackedInt4) {
+      f.k_zero.assign(n, nan);
+      f.v_zero.assign(n, nan);
+    }
   } else if constexpr (PagedKVFixture<KV>::kPerBlock) {
     const auto n = static_cast<std::size_t>(std::int64_t{f.num_blocks} * num_kv_heads);
     f.k_scale.resize(n);
@@ -204,7 +225,21 @@ PagedKVFixture<KV> make_paged_kv(Rng& rng, const std::vector<std::int64_t>& seq_
       for (std::int32_t h = 0; h < num_kv_heads; ++h) {
         float ks = 1.0f;
         float vs = 1.0f;
-        if constexpr (PagedKVFixture<KV>::kPerToken) {
+        if constexpr (PagedKVFixture<KV>::kPackedInt4) {
+          // Values (nibble - zero) * scale within about +-1.3, as the other types'.
+          const auto si = static_cast<std::size_t>(shape.token_scale_index(block, h, slot));
+          f.k_scale[si] = uniform(rng, 0.02f, 0.09f);
+          f.v_scale[si] = uniform(rng, 0.02f, 0.09f);
+          f.k_zero[si] = uniform(rng, 0.0f, 15.0f);
+          f.v_zero[si] = uniform(rng, 0.0f, 15.0f);
+          const auto off = static_cast<std::size_t>(shape.offset(block, h, slot));
+          for (std::int32_t d = 0; d < head_dim; d += 2) {
+            const auto at = off + static_cast<std::size_t>(d / 2);
+            f.k[at] = static_cast<std::uint8_t>(rng.below(16) | (rng.below(16) << 4));
+            f.v[at] = static_cast<std::uint8_t>(rng.below(16) | (rng.below(16) << 4));
+          }
+          continue;
+        } else if constexpr (PagedKVFixture<KV>::kPerToken) {
           const auto si = static_cast<std::size_t>(shape.token_scale_index(block, h, slot));
           f.k_scale[si] = uniform(rng, 0.002f, 0.01f);
           f.v_scale[si] = uniform(rng, 0.002f, 0.01f);

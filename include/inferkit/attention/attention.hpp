@@ -37,7 +37,9 @@ inline constexpr std::int32_t kDefaultKvSplitTokens = 2048;
 /// no key (its output is 0).
 ///
 /// `KV` is the storage type: float, float16, bfloat16, float8_e4m3, float8_e5m2 (scale per
-/// (block, head), nullptr = 1) or std::int8_t (scale per (block, head, slot), required). `QO` is
+/// (block, head), nullptr = 1), std::int8_t (scale per (block, head, slot), required) or, on the
+/// CPU, std::uint8_t: packed int4 (`kv.packed_int4`, an even head_dim, value = (nibble - zero) *
+/// scale with a scale and a zero point per (block, head, slot), both required). `QO` is
 /// the element type of q and out: float (the default), float16 or bfloat16 (engines keep GPU
 /// activations in 16 bits; the CPU backend converts them through fp32). All pointers are host
 /// memory for the CPU backend, device memory for CUDA, which also needs `host_pages`.
@@ -176,11 +178,12 @@ void validate_kv_and_pages(const PagedKVView<const KV>& kv, const PageTableView&
   validate(params, head_dim);
   check_arg(kv.head_dim == head_dim, ErrorCode::kInvalidArgument, "kv.head_dim", kv.head_dim,
             "must equal head_dim =", head_dim);
-  if (kv.packed_int4) {
-    throw_error(ErrorCode::kUnsupported,
-                "kv.packed_int4 = true is not supported by paged attention (supported KV: fp32, "
-                "fp16, bf16, fp8, int8)");
-  }
+  constexpr bool kInt4 = std::is_same_v<std::remove_const_t<KV>, std::uint8_t>;
+  check_arg(kv.packed_int4 == kInt4, ErrorCode::kInvalidArgument, "kv.packed_int4",
+            int{kv.packed_int4}, "must equal, for this KV type (1: std::uint8_t, packed int4),",
+            int{kInt4});
+  check_arg(!kInt4 || head_dim % 2 == 0, ErrorCode::kInvalidArgument, "head_dim", head_dim,
+            "must be even for packed int4 KV (two dims a byte): head_dim % 2 must be", 0);
   check_arg(kv.num_kv_heads >= 1, ErrorCode::kInvalidArgument, "kv.num_kv_heads", kv.num_kv_heads,
             "must be >=", 1);
   check_arg(kv.block_size >= 1, ErrorCode::kInvalidArgument, "kv.block_size", kv.block_size,
@@ -240,9 +243,13 @@ void validate_kv_and_pages(const PagedKVView<const KV>& kv, const PageTableView&
                 "must be in [1, block_size] with block_size =", kv.block_size);
     }
   }
-  if constexpr (std::is_same_v<std::remove_const_t<KV>, std::int8_t>) {
+  if constexpr (std::is_same_v<std::remove_const_t<KV>, std::int8_t> || kInt4) {
     detail::check_pointer(kv.k_scale != nullptr && kv.v_scale != nullptr, "kv.k_scale/kv.v_scale",
-                          "must be set for int8 KV");
+                          kInt4 ? "must be set for int4 KV" : "must be set for int8 KV");
+  }
+  if constexpr (kInt4) {
+    detail::check_pointer(kv.k_zero != nullptr && kv.v_zero != nullptr, "kv.k_zero/kv.v_zero",
+                          "must be set for int4 KV");
   }
 }
 

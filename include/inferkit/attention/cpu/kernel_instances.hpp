@@ -49,7 +49,8 @@
   template void dispatch_paged_attention<path::IsaKernels, KV>(const PagedAttentionProblem<KV>&);
 
 /// Declares the CPU attention kernels of KV type `KV` (float, inferkit::float16, bfloat16,
-/// float8_e4m3, float8_e5m2 or std::int8_t) instantiated in another TU of the program.
+/// float8_e4m3, float8_e5m2, std::int8_t or std::uint8_t, packed int4) instantiated in another TU
+/// of the program.
 #define INFERKIT_CPU_ATTENTION_EXTERN(KV)                                       \
   namespace inferkit::detail {                                                  \
   INFERKIT_CPU_ATTENTION_FOR_EACH_PATH(INFERKIT_CPU_ATTENTION_DECLARE_PATH, KV) \

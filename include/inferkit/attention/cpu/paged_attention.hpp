@@ -236,8 +236,8 @@ void run_paged_attention(const PagedAttentionProblem<KV>& pb) {
 template <class Kernels, class KV>
 void dispatch_paged_attention(const PagedAttentionProblem<KV>& pb) {
   static_assert(is_cpu_kv_type_v<std::remove_const_t<KV>>,
-                "CPU paged attention reads float, float16, bfloat16, float8_e4m3, float8_e5m2 or "
-                "std::int8_t KV");
+                "CPU paged attention reads float, float16, bfloat16, float8_e4m3, float8_e5m2, "
+                "std::int8_t or std::uint8_t (packed int4) KV");
   dispatch_value<64, 80, 96, 128, 256>(
       pb.head_dim, [&](auto k) { run_paged_attention<Kernels, decltype(k)::value>(pb); },
       [&] { run_paged_attention<Kernels, 0>(pb); });

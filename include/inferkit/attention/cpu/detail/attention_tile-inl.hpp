@@ -33,7 +33,8 @@ static_assert(kTileTokens % kLanes == 0 && Simd::kPrefillTokens % kLanes == 0);
 constexpr std::int32_t chunks_of(std::int32_t dim) noexcept { return (dim + kLanes - 1) / kLanes; }
 
 /// Converts tokens [tok0, tok0 + count) (count <= 16) of `src` to fp32 rows of `padded_dim`
-/// floats in k_tile / v_tile, applying quantization scales. Only valid tokens are read.
+/// floats in k_tile / v_tile, applying quantization scales (and int4 zero points). Only valid
+/// tokens are read.
 template <int kHeadDim, class KV>
 inline void load_kv_tile(const KvHeadSource<KV>& src, std::int64_t tok0, std::int32_t count,
                          std::int32_t head_dim, std::int32_t padded_dim, float* k_tile,
@@ -53,11 +54,21 @@ inline void load_kv_tile(const KvHeadSource<KV>& src, std::int64_t tok0, std::in
     const std::int64_t si = scaled ? src.scale_index(block, slot) : 0;
     const V ks = Simd::set1(scaled && src.k_scale != nullptr ? src.k_scale[si] : 1.0f);
     const V vs = Simd::set1(scaled && src.v_scale != nullptr ? src.v_scale[si] : 1.0f);
+    V k_neg_zero = Simd::zero();
+    V v_neg_zero = Simd::zero();
+    if constexpr (is_packed_int4_v<KV>) {
+      k_neg_zero = Simd::set1(-src.k_zero[si]);
+      v_neg_zero = Simd::set1(-src.v_zero[si]);
+    }
     for (std::int32_t c = 0; c < chunks; ++c) {
       const int n = std::min(kLanes, dim - c * kLanes);
       const std::ptrdiff_t d0 = std::ptrdiff_t{c} * kLanes;
-      const V kv = Simd::load_kv(k_row + d0, n);
-      const V vv = Simd::load_kv(v_row + d0, n);
+      V kv = Simd::load_kv(k_row + kv_elements<KV>(d0), n);
+      V vv = Simd::load_kv(v_row + kv_elements<KV>(d0), n);
+      if constexpr (is_packed_int4_v<KV>) {  // (nibble - zero), exact in float
+        kv = Simd::add(kv, k_neg_zero);
+        vv = Simd::add(vv, v_neg_zero);
+      }
       Simd::store(k_out + d0, scaled ? Simd::mul(kv, ks) : kv);
       Simd::store(v_out + d0, scaled ? Simd::mul(vv, vs) : vv);
     }
@@ -211,7 +222,11 @@ INFERKIT_FORCEINLINE void qk_direct(const float* q, std::int32_t padded, std::in
     const std::int32_t n = dim - c * kLanes;
     V k[kTok];
     INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) {
-      k[t] = load_chunk<kHeadDim, kRaw>(tr.k[j0 + t] + c * kLanes, n);
+      k[t] = load_chunk<kHeadDim, kRaw>(tr.k[j0 + t] + kv_elements<KV>(c * kLanes), n);
+      if constexpr (TileRows<KV>::kZeroPoints) {
+        k[t] =
+            Simd::add(k[t], Simd::set1(-tr.k_zero[j0 + t]));  // nibble - zero (lanes >= n: q is 0)
+      }
     }
     INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
       const V qv = Simd::load(q + std::ptrdiff_t{r} * padded + std::ptrdiff_t{c} * kLanes);
@@ -252,7 +267,9 @@ INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, st
     pf.issue(cur, pf_lines);
     V v[kCh];
     INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
-      v[c] = load_chunk<kHeadDim, kRaw>(tr.v[j] + (c0 + c) * kLanes, dim - (c0 + c) * kLanes);
+      v[c] = load_chunk<kHeadDim, kRaw>(tr.v[j] + kv_elements<KV>((c0 + c) * kLanes),
+                                        dim - (c0 + c) * kLanes);
+      if constexpr (TileRows<KV>::kZeroPoints) v[c] = Simd::add(v[c], Simd::set1(-tr.v_zero[j]));
     }
     INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
       if (kMasked && !sees(keep[r], j)) continue;
@@ -437,7 +454,7 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
   }
   TileRows<KV> tr;
   SpreadPrefetcher<KV> pf;
-  const std::int64_t row_bytes = static_cast<std::int64_t>(sizeof(KV)) * dim;
+  const std::int64_t row_bytes = static_cast<std::int64_t>(sizeof(KV)) * kv_elements<KV>(dim);
   if (prefetch_tokens_ahead > 0) {
     prefetch_tokens(pf, src, kv_begin,
                     std::min<std::int64_t>(kv_begin + prefetch_tokens_ahead, kv_end), row_bytes);

@@ -5,7 +5,9 @@
 // AVX2, FMA, F16C and BMI1/2.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <inferkit/attention/cpu/detail/simd_common.hpp>
 #include <inferkit/core/bfloat16.hpp>
 #include <inferkit/core/config.hpp>
@@ -106,11 +108,16 @@ struct SimdAvx2 {
                          _mm256_permute2f128_ps(g0, g1, 0x31));
   }
 
-  /// Loads min(n, 8) stored elements (n >= 1) as floats; lanes >= n are 0 and never read.
+  /// Loads min(n, 8) dims of stored elements (n >= 1; even for packed int4) as floats; lanes
+  /// >= n are 0 and never read.
   template <class T>
   static V load_kv(const T* p, int n) noexcept {
     if (n >= kLanes) return load_kv_full(p);
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (is_packed_int4_v<T>) {
+      std::uint32_t word = 0;
+      std::memcpy(&word, p, static_cast<std::size_t>(n / 2));
+      return nibbles_to_float(_mm_cvtsi32_si128(static_cast<int>(word)));
+    } else if constexpr (std::is_same_v<T, float>) {
       // vmaskmovps: masked-out lanes do not fault.
       const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
       return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx));
@@ -121,10 +128,14 @@ struct SimdAvx2 {
     }
   }
 
-  /// Loads 8 stored elements as floats.
+  /// Loads 8 dims of stored elements as floats.
   template <class T>
   static V load_kv_full(const T* p) noexcept {
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (is_packed_int4_v<T>) {
+      std::uint32_t word = 0;
+      std::memcpy(&word, p, sizeof(word));
+      return nibbles_to_float(_mm_cvtsi32_si128(static_cast<int>(word)));
+    } else if constexpr (std::is_same_v<T, float>) {
       return _mm256_loadu_ps(p);
     } else if constexpr (std::is_same_v<T, float16>) {
       return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -152,6 +163,15 @@ struct SimdAvx2 {
         return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b8));
       }
     }
+  }
+
+  /// The 8 unsigned nibbles of the low 4 bytes of `b` (packed int4, the even dim in the low
+  /// nibble) -> floats in [0, 15], in dim order.
+  static V nibbles_to_float(__m128i b) noexcept {
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    const __m128i even = _mm_and_si128(b, mask);
+    const __m128i odd = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpacklo_epi8(even, odd)));
   }
 
   /// e4m3 bytes -> the fp16 bits of value / 256 (mag << 7, sign at 15).

@@ -108,12 +108,16 @@ struct SimdAvx512 {
     return _mm512_permutexvar_ps(perm, s);
   }
 
-  /// Loads min(n, 16) stored elements (n >= 1) as floats; lanes >= n are 0 and never read.
+  /// Loads min(n, 16) dims of stored elements (n >= 1; even for packed int4) as floats; lanes
+  /// >= n are 0 and never read.
   template <class T>
   static V load_kv(const T* p, int n) noexcept {
     if (n >= kLanes) return load_kv_full(p);
     const auto m = static_cast<__mmask16>((1u << n) - 1u);
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (is_packed_int4_v<T>) {
+      const auto bytes = static_cast<__mmask16>((1u << (n / 2)) - 1u);  // two dims a byte
+      return nibbles_to_float(_mm_maskz_loadu_epi8(bytes, p));
+    } else if constexpr (std::is_same_v<T, float>) {
       return _mm512_maskz_loadu_ps(m, p);
     } else if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
       return convert(_mm256_maskz_loadu_epi16(m, p), p);
@@ -122,10 +126,13 @@ struct SimdAvx512 {
     }
   }
 
-  /// Loads 16 stored elements as floats (unmasked, so conversions can take memory operands).
+  /// Loads 16 dims of stored elements as floats (unmasked, so conversions can take memory
+  /// operands).
   template <class T>
   static V load_kv_full(const T* p) noexcept {
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (is_packed_int4_v<T>) {
+      return nibbles_to_float(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    } else if constexpr (std::is_same_v<T, float>) {
       return _mm512_loadu_ps(p);
     } else if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
       return convert(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), p);
@@ -170,6 +177,15 @@ struct SimdAvx512 {
       static_assert(std::is_same_v<T, std::int8_t>, "unsupported KV storage type");
       return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b8));
     }
+  }
+
+  /// The 16 unsigned nibbles of the low 8 bytes of `b` (packed int4, the even dim in the low
+  /// nibble) -> floats in [0, 15], in dim order.
+  static V nibbles_to_float(__m128i b) noexcept {
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    const __m128i even = _mm_and_si128(b, mask);
+    const __m128i odd = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(even, odd)));
   }
 
   /// e4m3 bytes -> the fp16 bits of value / 256 (see convert): sign-extended, shifted by 7, bit

@@ -5,6 +5,7 @@
 // (Apple silicon, Graviton, Ampere); core/cpu_isa.hpp can still force the portable baseline.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <inferkit/attention/cpu/detail/simd_common.hpp>
@@ -82,19 +83,27 @@ struct SimdNeon {
     return vpaddq_f32(vpaddq_f32(acc[0], acc[1]), vpaddq_f32(acc[2], acc[3]));
   }
 
-  /// Loads min(n, 4) stored elements (n >= 1) as floats; lanes >= n are 0 and never read.
+  /// Loads min(n, 4) dims of stored elements (n >= 1; even for packed int4) as floats; lanes
+  /// >= n are 0 and never read.
   template <class T>
   static V load_kv(const T* p, int n) noexcept {
     if (n >= kLanes) return load_kv_full(p);
     T tmp[kLanes] = {};
-    for (int i = 0; i < n; ++i) tmp[i] = p[i];
+    for (std::ptrdiff_t i = 0; i < kv_elements<T>(n); ++i) tmp[i] = p[i];
     return load_kv_full(tmp);
   }
 
-  /// Loads 4 stored elements as floats.
+  /// Loads 4 dims of stored elements as floats.
   template <class T>
   static V load_kv_full(const T* p) noexcept {
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (is_packed_int4_v<T>) {
+      // Two bytes, the even dim in each low nibble.
+      const auto nibble = [p](int i) {
+        return static_cast<std::uint32_t>(i % 2 == 0 ? p[i / 2] & 0x0Fu : p[i / 2] >> 4u);
+      };
+      const uint32x4_t u = {nibble(0), nibble(1), nibble(2), nibble(3)};
+      return vcvtq_f32_u32(u);
+    } else if constexpr (std::is_same_v<T, float>) {
       return vld1q_f32(p);
     } else if constexpr (sizeof(T) == 2) {
       std::uint16_t h[kLanes];

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <inferkit/attention/cpu/detail/simd_common.hpp>
@@ -101,19 +102,24 @@ struct SimdPortable {
     return V{reduce_add(acc[0]), reduce_add(acc[1]), reduce_add(acc[2]), reduce_add(acc[3])};
   }
 
-  /// Loads min(n, 4) stored elements (n >= 1) as floats; lanes >= n are 0 and never read.
+  /// Loads min(n, 4) dims of stored elements (n >= 1; even for packed int4) as floats; lanes
+  /// >= n are 0 and never read.
   template <class T>
   static V load_kv(const T* p, int n) noexcept {
     if (n >= kLanes) return load_kv_full(p);
     T tmp[kLanes] = {};
-    for (int i = 0; i < n; ++i) tmp[i] = p[i];
+    for (std::ptrdiff_t i = 0; i < kv_elements<T>(n); ++i) tmp[i] = p[i];
     return load_kv_full(tmp);
   }
 
-  /// Loads 4 stored elements as floats.
+  /// Loads 4 dims of stored elements as floats.
   template <class T>
   static V load_kv_full(const T* p) noexcept {
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (is_packed_int4_v<T>) {
+      // Two bytes, the even dim in each low nibble.
+      return V{static_cast<float>(p[0] & 0x0Fu), static_cast<float>(p[0] >> 4),
+               static_cast<float>(p[1] & 0x0Fu), static_cast<float>(p[1] >> 4)};
+    } else if constexpr (std::is_same_v<T, float>) {
       return load(p);
     } else if constexpr (std::is_same_v<T, std::int8_t>) {
       std::int8_t b[kLanes];
