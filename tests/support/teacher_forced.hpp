@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <inferkit/core/float16.hpp>
 #include <inferkit/kv/block_allocator.hpp>
 #include <inferkit/kv/block_table.hpp>
+#include <inferkit/kv/paged_kv_cache.hpp>
 #include <inferkit/model/llama_model.hpp>
 #include <inferkit/plan/step_plan.hpp>
 #include <span>
@@ -17,14 +19,15 @@
 namespace inferkit::test {
 
 // Logits of every position of `tokens`, computed as chunks of `chunk` tokens, each chunk one
-// step whose every row samples.
-inline std::vector<float> teacher_forced(const LlamaModel& model, std::span<const TokenId> tokens,
-                                         std::int32_t chunk) {
+// step whose every row samples, with the K/V stored as `KV` (the model's float16 by default).
+template <class KV = float16>
+std::vector<float> teacher_forced(const LlamaModel& model, std::span<const TokenId> tokens,
+                                  std::int32_t chunk) {
   constexpr std::int32_t kBlock = 16;
   const auto n = static_cast<std::int32_t>(tokens.size());
   BlockAllocator pool(n / kBlock + 2, kBlock);
   BlockTable table(pool);
-  LlamaKVCache kv(model.kv_shape(pool.num_blocks(), kBlock));
+  PagedKVCache<KV> kv(model.kv_shape(pool.num_blocks(), kBlock));
   LlamaWorkspace ws;
   const auto vocab = static_cast<std::size_t>(model.config().vocab_size);
   std::vector<float> all(static_cast<std::size_t>(n) * vocab);
