@@ -301,18 +301,10 @@ void BM_Linear_Matmul(benchmark::State& state) {
 }
 
 /// SmolLM2 from $INFERKIT_MODEL, loaded once; nullptr (and the benchmark skips) without it.
-/// `unfused` runs the GGUF's seven products a layer (LlamaModelOptions::fuse_projections off).
 struct LoadedModel {
   GgufFile file;
   LlamaModel model;
-  LlamaModel unfused;
-  explicit LoadedModel(const std::string& path)
-      : file(GgufFile::open(path)), model(file), unfused(file, unfused_options()) {}
-  static LlamaModelOptions unfused_options() {
-    LlamaModelOptions o;
-    o.fuse_projections = false;
-    return o;
-  }
+  explicit LoadedModel(const std::string& path) : file(GgufFile::open(path)), model(file) {}
 };
 const LoadedModel* loaded_model() {
   static const std::unique_ptr<LoadedModel> m = []() -> std::unique_ptr<LoadedModel> {
@@ -396,31 +388,6 @@ void BM_Model_Decode(benchmark::State& state) {
   if (single) (void)vs_single.report(state, "speedup_vs_batch1");
   state.counters["tokens_per_s"] = batch / step_s;
   state.counters["ms_per_step"] = step_s * 1e3;
-  state.counters["threads"] = num_threads();
-}
-
-/// Decode at `batch` requests with the fused Q/K/V and gate/up products (the default) against
-/// the GGUF's seven products a layer, stepped alternately: `speedup_vs_unfused` is what one
-/// product (one OpenMP team woken and joined) instead of three, and one instead of two, saves.
-void BM_Model_Decode_Fused(benchmark::State& state) {
-  const LoadedModel* m = loaded_model();
-  if (m == nullptr) {
-    state.SkipWithError("set INFERKIT_MODEL to the file scripts/fetch-model.sh prints");
-    return;
-  }
-  const auto batch = static_cast<std::int32_t>(state.range(0));
-  std::unique_ptr<Engine> fused = decoding_engine(m->model, batch, 64);
-  std::unique_ptr<Engine> unfused = decoding_engine(m->unfused, batch, 64);
-  PairedTimes times;
-  for (auto _ : state) {
-    times.kernel.push_back(timed_step(*fused));
-    state.PauseTiming();
-    times.baseline.push_back(timed_step(*unfused));
-    state.ResumeTiming();
-  }
-  const double step_s = times.report(state, "speedup_vs_unfused");
-  state.counters["tokens_per_s"] = batch / step_s;
-  state.counters["unfused_tokens_per_s"] = batch / PairedTimes::median(times.baseline);
   state.counters["threads"] = num_threads();
 }
 
@@ -572,13 +539,6 @@ BENCHMARK(BM_Model_Decode)
     ->ArgNames({"batch"})
     ->Arg(1)
     ->Arg(8)
-    ->Arg(32)
-    ->Unit(benchmark::kMillisecond)
-    ->MinTime(1.0)
-    ->UseRealTime();
-BENCHMARK(BM_Model_Decode_Fused)
-    ->ArgNames({"batch"})
-    ->Arg(1)
     ->Arg(32)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0)

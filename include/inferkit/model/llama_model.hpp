@@ -4,21 +4,13 @@
 // position, K/V appended into the PagedKVCache through the plan's slot mapping, attention
 // through paged_prefill over the plan's page table, the output projection, RMSNorm and the SwiGLU
 // MLP, then the final norm and the (possibly tied) output head for the rows that sample. The
-// weights are views into a memory-mapped GgufFile, except the fused projections: Q, K and V (and
-// the MLP's gate and up) of one type are concatenated once at load into one matrix each, so a
-// layer runs 4 products instead of 7 (each an OpenMP team woken and joined, which at batch 1 on
-// a small model costs as much as the arithmetic), and q, k and v are read in place from the
-// fused output [tokens][(Hq + 2 Hkv) * head_dim] by RoPE, the KV append and attention (their
-// strides), with no copy. Same floats either way: every output row's dot product is the same.
-// The engine calls `forward` once per step.
+// weights are views into a memory-mapped GgufFile. The engine calls `forward` once per step.
 // Threads: a LlamaModel is immutable after construction: forward (const; OpenMP inside) may run
 // from several threads at once, each with its own LlamaKVCache and LlamaWorkspace.
 #pragma once
 
 #include <cmath>
-#include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <inferkit/attention/attention.hpp>
 #include <inferkit/core/error.hpp>
 #include <inferkit/core/float16.hpp>
@@ -27,8 +19,6 @@
 #include <inferkit/model/llama_config.hpp>
 #include <inferkit/model/quantized_linear.hpp>
 #include <inferkit/plan/step_plan.hpp>
-#include <initializer_list>
-#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,37 +30,28 @@ using LlamaKVCache = PagedKVCache<float16>;
 
 /// Scratch buffers of one forward pass, reused across steps (sized to the largest step seen).
 struct LlamaWorkspace {
-  std::vector<float> x;        ///< [tokens][hidden] residual stream
-  std::vector<float> h;        ///< [tokens][hidden] normed input of a sublayer
-  std::vector<float> qkv;      ///< [tokens][(q_heads + 2 kv_heads) * head_dim]: q, k, v of a token
-  std::vector<float> attn;     ///< [tokens][q_heads][head_dim]
-  std::vector<float> gate_up;  ///< [tokens][2 ffn]: gate, then up, of a token
-  std::vector<float> gate;     ///< [tokens][ffn] the MLP's activations, silu(gate) * up
-  std::vector<float> rows;     ///< [logit rows][hidden] final-normed rows that sample
+  std::vector<float> x;     ///< [tokens][hidden] residual stream
+  std::vector<float> h;     ///< [tokens][hidden] normed input of a sublayer
+  std::vector<float> q;     ///< [tokens][q_heads][head_dim]
+  std::vector<float> k;     ///< [tokens][kv_heads][head_dim]
+  std::vector<float> v;     ///< [tokens][kv_heads][head_dim]
+  std::vector<float> attn;  ///< [tokens][q_heads][head_dim]
+  std::vector<float> gate;  ///< [tokens][ffn]
+  std::vector<float> up;    ///< [tokens][ffn]
+  std::vector<float> rows;  ///< [logit rows][hidden] final-normed rows that sample
 };
 
-/// How LlamaModel binds its weights.
-struct LlamaModelOptions {
-  /// Concatenate Q/K/V, and gate/up, of the same type into one matrix each at load (their
-  /// bytes copied once: 1.4 MB a layer for SmolLM2-135M), so that each pair or triple is one
-  /// product. Off: the seven products of the GGUF's matrices, in place. The logits are the same
-  /// floats either way (tested); only the speed differs (bench_model's BM_Model_Decode_Unfused).
-  bool fuse_projections = true;
-};
-
-/// One transformer block's weights (views into the model file, or into the model's fused copy).
+/// One transformer block's weights (views into the model file).
 struct LlamaLayerWeights {
   const float* attn_norm = nullptr;  ///< [hidden]
   LinearWeights wq;                  ///< [q_heads * head_dim][hidden]
   LinearWeights wk;                  ///< [kv_heads * head_dim][hidden]
   LinearWeights wv;                  ///< [kv_heads * head_dim][hidden]
-  LinearWeights wqkv;                ///< wq, wk, wv's rows in one matrix; data null when not fused
   LinearWeights wo;                  ///< [hidden][q_heads * head_dim]
   const float* ffn_norm = nullptr;   ///< [hidden]
   LinearWeights w_gate;              ///< [ffn][hidden]
   LinearWeights w_up;                ///< [ffn][hidden]
-  LinearWeights w_gate_up;  ///< w_gate, w_up's rows in one matrix; data null when not fused
-  LinearWeights w_down;     ///< [hidden][ffn]
+  LinearWeights w_down;              ///< [hidden][ffn]
 };
 
 /// A Llama-family model whose weights live in a GgufFile (which must outlive it).
@@ -81,15 +62,12 @@ class LlamaModel {
   LinearWeights output_;  // [vocab][hidden]; the embedding when tied
   std::vector<LlamaLayerWeights> layers_;
   std::vector<double> inv_freq_;  // [head_dim / 2] RoPE frequencies
-  // The fused matrices' bytes (immutable; shared by copies of the model, whose views point here).
-  std::shared_ptr<const std::vector<std::byte>> fused_;
 
  public:
-  /// Binds the weights of `file` (checks every tensor's type and shape against the config) and
-  /// fuses the projections that `options` asks for. Throws `Error{kInvalidArgument}` naming a
-  /// missing or misshapen tensor, and what `read_llama_config` throws.
-  explicit LlamaModel(const GgufFile& file, const LlamaModelOptions& options = {})
-      : config_(read_llama_config(file)) {
+  /// Binds the weights of `file` (checks every tensor's type and shape against the config).
+  /// Throws `Error{kInvalidArgument}` naming a missing or misshapen tensor, and what
+  /// `read_llama_config` throws.
+  explicit LlamaModel(const GgufFile& file) : config_(read_llama_config(file)) {
     const LlamaConfig& c = config_;
     const std::int64_t q_width = std::int64_t{c.num_q_heads} * c.head_dim;
     const std::int64_t kv_width = std::int64_t{c.num_kv_heads} * c.head_dim;
@@ -111,7 +89,6 @@ class LlamaModel {
       w.w_up = matrix(file, p + "ffn_up.weight", c.ffn_size, c.hidden_size);
       w.w_down = matrix(file, p + "ffn_down.weight", c.hidden_size, c.ffn_size);
     }
-    if (options.fuse_projections) fuse_projections();
     inv_freq_.resize(static_cast<std::size_t>(c.head_dim / 2));
     for (std::size_t i = 0; i < inv_freq_.size(); ++i) {
       inv_freq_[i] = std::pow(static_cast<double>(c.rope_base),
@@ -161,14 +138,14 @@ class LlamaModel {
     const std::int64_t hidden = c.hidden_size;
     const std::int64_t q_width = std::int64_t{c.num_q_heads} * c.head_dim;
     const std::int64_t kv_width = std::int64_t{c.num_kv_heads} * c.head_dim;
-    const std::int64_t qkv_width = q_width + 2 * kv_width;  // a token's row of ws.qkv
-    const std::int64_t ffn = c.ffn_size;
     resize(ws.x, n * hidden);
     resize(ws.h, n * hidden);
-    resize(ws.qkv, n * qkv_width);
+    resize(ws.q, n * q_width);
+    resize(ws.k, n * kv_width);
+    resize(ws.v, n * kv_width);
     resize(ws.attn, n * q_width);
-    resize(ws.gate_up, n * 2 * ffn);
-    resize(ws.gate, n * ffn);
+    resize(ws.gate, n * c.ffn_size);
+    resize(ws.up, n * c.ffn_size);
     const auto row_bytes =
         static_cast<std::size_t>(ggml_row_bytes(token_embd_.type, token_embd_.cols));
     for (std::int64_t i = 0; i < n; ++i) {
@@ -181,25 +158,16 @@ class LlamaModel {
     for (std::int32_t l = 0; l < c.num_layers; ++l) {
       const LlamaLayerWeights& w = layers_[static_cast<std::size_t>(l)];
       rms_norm(ws.x.data(), w.attn_norm, n, ws.h.data());
-      float* const q = ws.qkv.data();
-      float* const k = q + q_width;
-      float* const v = k + kv_width;
-      if (w.wqkv.data != nullptr) {
-        linear(w.wqkv, ws.h.data(), n, q);
-      } else {  // the same rows, written product by product into their columns of ws.qkv
-        project_into(w.wq, ws.h.data(), n, q, qkv_width);
-        project_into(w.wk, ws.h.data(), n, k, qkv_width);
-        project_into(w.wv, ws.h.data(), n, v, qkv_width);
-      }
-      rope(plan, q, c.num_q_heads, qkv_width);
-      rope(plan, k, c.num_kv_heads, qkv_width);
-      // K and V read in place: token t's row at t * qkv_width (the spans reach the last one).
-      const auto kv_span = static_cast<std::size_t>((n - 1) * qkv_width + kv_width);
-      kv.append(l, slots, std::span<const float>(k, kv_span), std::span<const float>(v, kv_span),
-                qkv_width);
+      linear(w.wq, ws.h.data(), n, ws.q.data());
+      linear(w.wk, ws.h.data(), n, ws.k.data());
+      linear(w.wv, ws.h.data(), n, ws.v.data());
+      rope(plan, ws.q.data(), c.num_q_heads);
+      rope(plan, ws.k.data(), c.num_kv_heads);
+      kv.append(l, slots,
+                std::span<const float>(ws.k.data(), static_cast<std::size_t>(n * kv_width)),
+                std::span<const float>(ws.v.data(), static_cast<std::size_t>(n * kv_width)));
       PagedPrefillArgs<KV> a;
-      a.q = q;
-      a.q_row_stride = qkv_width;
+      a.q = ws.q.data();
       a.q_indptr = plan.q_indptr.data();
       a.kv = kv.view(l);
       a.pages = plan.pages();
@@ -210,13 +178,9 @@ class LlamaModel {
       linear(w.wo, ws.attn.data(), n, ws.h.data());
       add(ws.x.data(), ws.h.data(), n * hidden);
       rms_norm(ws.x.data(), w.ffn_norm, n, ws.h.data());
-      if (w.w_gate_up.data != nullptr) {
-        linear(w.w_gate_up, ws.h.data(), n, ws.gate_up.data());
-      } else {
-        project_into(w.w_gate, ws.h.data(), n, ws.gate_up.data(), 2 * ffn);
-        project_into(w.w_up, ws.h.data(), n, ws.gate_up.data() + ffn, 2 * ffn);
-      }
-      swiglu(ws.gate_up.data(), n, ffn, ws.gate.data());
+      linear(w.w_gate, ws.h.data(), n, ws.gate.data());
+      linear(w.w_up, ws.h.data(), n, ws.up.data());
+      swiglu(ws.gate.data(), ws.up.data(), n * c.ffn_size);
       linear(w.w_down, ws.gate.data(), n, ws.h.data());
       add(ws.x.data(), ws.h.data(), n * hidden);
     }
@@ -232,60 +196,6 @@ class LlamaModel {
  private:
   static void resize(std::vector<float>& v, std::int64_t n) {
     if (static_cast<std::int64_t>(v.size()) < n) v.resize(static_cast<std::size_t>(n));
-  }
-
-  // Whether `parts` can be one matrix: the same type and columns (so rows of the same bytes).
-  static bool fusable(std::initializer_list<const LinearWeights*> parts) {
-    const LinearWeights& first = **parts.begin();
-    for (const LinearWeights* w : parts) {
-      if (w->type != first.type || w->cols != first.cols) return false;
-    }
-    return true;
-  }
-
-  // Bytes of the matrix that stacks `parts`' rows.
-  static std::size_t stacked_bytes(std::initializer_list<const LinearWeights*> parts) {
-    std::size_t bytes = 0;
-    for (const LinearWeights* w : parts) {
-      bytes += static_cast<std::size_t>(w->rows * ggml_row_bytes(w->type, w->cols));
-    }
-    return bytes;
-  }
-
-  // Copies `parts`' rows, in order, to `out`; returns the stacked matrix (a view of `out`).
-  static LinearWeights stack(std::initializer_list<const LinearWeights*> parts, std::byte* out) {
-    LinearWeights fused = **parts.begin();
-    fused.rows = 0;
-    fused.data = out;
-    for (const LinearWeights* w : parts) {
-      const auto bytes = static_cast<std::size_t>(w->rows * ggml_row_bytes(w->type, w->cols));
-      std::memcpy(out, w->data, bytes);
-      out += bytes;
-      fused.rows += w->rows;
-    }
-    return fused;
-  }
-
-  // Builds wqkv and w_gate_up of every layer whose parts share a type (one buffer for all).
-  void fuse_projections() {
-    std::size_t bytes = 0;
-    for (const LlamaLayerWeights& w : layers_) {
-      if (fusable({&w.wq, &w.wk, &w.wv})) bytes += stacked_bytes({&w.wq, &w.wk, &w.wv});
-      if (fusable({&w.w_gate, &w.w_up})) bytes += stacked_bytes({&w.w_gate, &w.w_up});
-    }
-    auto storage = std::make_shared<std::vector<std::byte>>(bytes);
-    std::byte* out = storage->data();
-    for (LlamaLayerWeights& w : layers_) {
-      if (fusable({&w.wq, &w.wk, &w.wv})) {
-        w.wqkv = stack({&w.wq, &w.wk, &w.wv}, out);
-        out += stacked_bytes({&w.wq, &w.wk, &w.wv});
-      }
-      if (fusable({&w.w_gate, &w.w_up})) {
-        w.w_gate_up = stack({&w.w_gate, &w.w_up}, out);
-        out += stacked_bytes({&w.w_gate, &w.w_up});
-      }
-    }
-    fused_ = std::move(storage);
   }
 
   // A [rows][cols] weight matrix of any supported type (GGUF dims {cols, rows}).
@@ -336,8 +246,8 @@ class LlamaModel {
 
   // RoPE in GGUF's llama layout (pairs of adjacent elements; the converter permuted Q and K so
   // this equals the reference implementation's rotate-half): element pair i of every head
-  // turns by position * inv_freq[i]. Token t's heads start at x + t * row_stride.
-  void rope(const StepPlan& plan, float* x, std::int32_t heads, std::int64_t row_stride) const {
+  // turns by position * inv_freq[i].
+  void rope(const StepPlan& plan, float* x, std::int32_t heads) const {
     const std::int32_t hd = config_.head_dim;
     for (std::int32_t t = 0; t < plan.num_tokens(); ++t) {
       const double pos = plan.positions[static_cast<std::size_t>(t)];
@@ -346,8 +256,7 @@ class LlamaModel {
         const auto cs = static_cast<float>(std::cos(angle));
         const auto sn = static_cast<float>(std::sin(angle));
         for (std::int32_t h = 0; h < heads; ++h) {
-          float* p = x + std::int64_t{t} * row_stride + std::int64_t{h} * hd +
-                     2 * static_cast<std::int64_t>(i);
+          float* p = x + (std::int64_t{t} * heads + h) * hd + 2 * static_cast<std::int64_t>(i);
           const float a = p[0];
           const float b = p[1];
           p[0] = a * cs - b * sn;
@@ -361,29 +270,11 @@ class LlamaModel {
     for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
   }
 
-  // out[t] = silu(gate[t]) * up[t] for n tokens whose rows of gate_up are [gate | up] (ffn each).
-  static void swiglu(const float* gate_up, std::int64_t n, std::int64_t ffn, float* out) noexcept {
-    for (std::int64_t t = 0; t < n; ++t) {
-      const float* gate = gate_up + t * 2 * ffn;
-      const float* up = gate + ffn;
-      float* o = out + t * ffn;
-      for (std::int64_t i = 0; i < ffn; ++i) {
-        const float g = gate[i];
-        o[i] = g / (1.0f + std::exp(-g)) * up[i];
-      }
-    }
-  }
-
-  // linear(w, x, n, ·) into columns [0, w.rows) of y's rows, row_stride apart: the unfused path
-  // (fuse_projections off, or parts of different types). linear() writes packed rows, which
-  // are copied into place; this path is for comparison, not speed.
-  static void project_into(const LinearWeights& w, const float* x, std::int64_t n, float* y,
-                           std::int64_t row_stride) {
-    std::vector<float> rows(static_cast<std::size_t>(n * w.rows));
-    linear(w, x, n, rows.data());
-    for (std::int64_t t = 0; t < n; ++t) {
-      std::memcpy(y + t * row_stride, rows.data() + t * w.rows,
-                  static_cast<std::size_t>(w.rows) * sizeof(float));
+  // gate = silu(gate) * up
+  static void swiglu(float* gate, const float* up, std::int64_t n) noexcept {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float g = gate[i];
+      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
     }
   }
 };
