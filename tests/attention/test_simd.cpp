@@ -227,6 +227,14 @@ TEMPLATE_TEST_CASE("Simd: load_kv of packed int4 gives every byte's nibbles in d
       for (std::uint8_t& x : buf) x = static_cast<std::uint8_t>(rng.next_u32());
       const std::uint8_t* p = buf + rng.below(17);
       check(p, std::min(n, kLanes), lanes_of<Simd>(Simd::load_kv(p, n)));
+      // load_int4 (the kernels' load, zero point applied): each lane is exactly the float
+      // nibble - zero, lanes past n are 0 - zero.
+      const float zero = static_cast<float>(rng.below(1 << 20)) / 65536.0f - 0.3f;
+      const Lanes<Simd> got = lanes_of<Simd>(Simd::load_int4(p, n, Simd::int4_offsets(zero)));
+      for (int i = 0; i < kLanes; ++i) {
+        INFO("n " << n << " lane " << i << " zero " << zero);
+        CHECK(got[static_cast<std::size_t>(i)] == want_lane(p, i, std::min(n, kLanes)) - zero);
+      }
     }
   }
 }

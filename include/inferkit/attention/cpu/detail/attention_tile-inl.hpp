@@ -54,20 +54,23 @@ inline void load_kv_tile(const KvHeadSource<KV>& src, std::int64_t tok0, std::in
     const std::int64_t si = scaled ? src.scale_index(block, slot) : 0;
     const V ks = Simd::set1(scaled && src.k_scale != nullptr ? src.k_scale[si] : 1.0f);
     const V vs = Simd::set1(scaled && src.v_scale != nullptr ? src.v_scale[si] : 1.0f);
-    V k_neg_zero = Simd::zero();
-    V v_neg_zero = Simd::zero();
+    V k_offsets = Simd::zero();  // packed int4: what each nibble becomes before the scale
+    V v_offsets = Simd::zero();
     if constexpr (is_packed_int4_v<KV>) {
-      k_neg_zero = Simd::set1(-src.k_zero[si]);
-      v_neg_zero = Simd::set1(-src.v_zero[si]);
+      k_offsets = Simd::int4_offsets(src.k_zero[si]);
+      v_offsets = Simd::int4_offsets(src.v_zero[si]);
     }
     for (std::int32_t c = 0; c < chunks; ++c) {
       const int n = std::min(kLanes, dim - c * kLanes);
       const std::ptrdiff_t d0 = std::ptrdiff_t{c} * kLanes;
-      V kv = Simd::load_kv(k_row + kv_elements<KV>(d0), n);
-      V vv = Simd::load_kv(v_row + kv_elements<KV>(d0), n);
-      if constexpr (is_packed_int4_v<KV>) {  // (nibble - zero), exact in float
-        kv = Simd::add(kv, k_neg_zero);
-        vv = Simd::add(vv, v_neg_zero);
+      V kv;
+      V vv;
+      if constexpr (is_packed_int4_v<KV>) {  // nibble - zero, exact in float
+        kv = Simd::load_int4(k_row + kv_elements<KV>(d0), n, k_offsets);
+        vv = Simd::load_int4(v_row + kv_elements<KV>(d0), n, v_offsets);
+      } else {
+        kv = Simd::load_kv(k_row + d0, n);
+        vv = Simd::load_kv(v_row + d0, n);
       }
       Simd::store(k_out + d0, scaled ? Simd::mul(kv, ks) : kv);
       Simd::store(v_out + d0, scaled ? Simd::mul(vv, vs) : vv);
@@ -192,14 +195,18 @@ INFERKIT_FORCEINLINE bool take_raw_e4m3(TileRows<KV>& tr, std::int32_t count,
 
 /// Loads kLanes stored elements (or `n` < kLanes, zero-filled) as floats. kRaw: e4m3 through the
 /// raw loads (value / Simd::kE4m3RawDivisor, NaN codes not handled), for tiles without NaN codes.
+/// Packed int4: nibble - zero, through the token's `int4_offsets` (unused otherwise).
 template <int kHeadDim, bool kRaw, class KV>
-INFERKIT_FORCEINLINE V load_chunk(const KV* p, std::int32_t n) noexcept {
-  if constexpr (kRaw) {
+INFERKIT_FORCEINLINE V load_chunk(const KV* p, std::int32_t n, V int4_offsets) noexcept {
+  if constexpr (is_packed_int4_v<KV>) {
+    return Simd::load_int4(p, n, int4_offsets);
+  } else if constexpr (kRaw) {
     return load_e4m3_raw<Simd, kHeadDim>(p, n);
   } else if constexpr (kHeadDim > 0 && kHeadDim % kLanes == 0) {
     (void)n;
     return Simd::load_kv_full(p);
   } else {
+    (void)int4_offsets;
     return Simd::load_kv(p, n);
   }
 }
@@ -216,17 +223,21 @@ INFERKIT_FORCEINLINE void qk_direct(const float* q, std::int32_t padded, std::in
   INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
     INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) acc[r][t] = Simd::zero();
   }
+  V offsets[kTok];  // packed int4: each token's zero point (lanes >= n: q is 0 there)
+  INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) {
+    if constexpr (TileRows<KV>::kZeroPoints) {
+      offsets[t] = Simd::int4_offsets(tr.k_zero[j0 + t]);
+    } else {
+      offsets[t] = Simd::zero();
+    }
+  }
   auto cur = pf.cursor();
   for (std::int32_t c = 0; c < chunks; ++c) {
     pf.issue(cur, pf_lines);
     const std::int32_t n = dim - c * kLanes;
     V k[kTok];
     INFERKIT_UNROLL for (int t = 0; t < kTok; ++t) {
-      k[t] = load_chunk<kHeadDim, kRaw>(tr.k[j0 + t] + kv_elements<KV>(c * kLanes), n);
-      if constexpr (TileRows<KV>::kZeroPoints) {
-        k[t] =
-            Simd::add(k[t], Simd::set1(-tr.k_zero[j0 + t]));  // nibble - zero (lanes >= n: q is 0)
-      }
+      k[t] = load_chunk<kHeadDim, kRaw>(tr.k[j0 + t] + kv_elements<KV>(c * kLanes), n, offsets[t]);
     }
     INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
       const V qv = Simd::load(q + std::ptrdiff_t{r} * padded + std::ptrdiff_t{c} * kLanes);
@@ -265,11 +276,12 @@ INFERKIT_FORCEINLINE void pv_direct(AttentionScratch& s, std::int32_t padded, st
   auto cur = pf.cursor();
   for (std::int32_t j = 0; j < count; ++j) {
     pf.issue(cur, pf_lines);
+    V offsets = Simd::zero();
+    if constexpr (TileRows<KV>::kZeroPoints) offsets = Simd::int4_offsets(tr.v_zero[j]);
     V v[kCh];
     INFERKIT_UNROLL for (int c = 0; c < kCh; ++c) {
       v[c] = load_chunk<kHeadDim, kRaw>(tr.v[j] + kv_elements<KV>((c0 + c) * kLanes),
-                                        dim - (c0 + c) * kLanes);
-      if constexpr (TileRows<KV>::kZeroPoints) v[c] = Simd::add(v[c], Simd::set1(-tr.v_zero[j]));
+                                        dim - (c0 + c) * kLanes, offsets);
     }
     INFERKIT_UNROLL for (int r = 0; r < kRows; ++r) {
       if (kMasked && !sees(keep[r], j)) continue;

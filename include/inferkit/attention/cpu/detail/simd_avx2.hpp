@@ -108,6 +108,15 @@ struct SimdAvx2 {
                          _mm256_permute2f128_ps(g0, g1, 0x31));
   }
 
+  /// What load_int4 adds to each packed int4 nibble for a token of zero point `zero`.
+  static V int4_offsets(float zero) noexcept { return set1(-zero); }
+
+  /// min(n, kLanes) dims (n even, >= 2) of packed int4 at `p` as nibble - zero (`offsets` from
+  /// int4_offsets(zero)); lanes >= n are -zero.
+  static V load_int4(const std::uint8_t* p, int n, V offsets) noexcept {
+    return add(load_kv(p, n), offsets);
+  }
+
   /// Loads min(n, 8) dims of stored elements (n >= 1; even for packed int4) as floats; lanes
   /// >= n are 0 and never read.
   template <class T>

@@ -179,6 +179,27 @@ struct SimdAvx512 {
     }
   }
 
+  /// What load_int4 reads packed int4 nibbles through for a token of zero point `zero`: the
+  /// table {0 - zero, 1 - zero, ..., 15 - zero} (each entry rounded as the scalar nibble - zero).
+  static V int4_offsets(float zero) noexcept {
+    return _mm512_sub_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_ps(zero));
+  }
+
+  /// min(n, 16) dims (n even, >= 2) of packed int4 at `p` as nibble - zero, `table` from
+  /// int4_offsets(zero); lanes >= n are table[0]. Each nibble indexes the table (vpermps reads an
+  /// index's low 4 bits): 4 instructions for 16 dims, where converting and subtracting take 7.
+  static V load_int4(const std::uint8_t* p, int n, V table) noexcept {
+    const __m128i b = n >= kLanes
+                          ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))
+                          : _mm_maskz_loadu_epi8(static_cast<__mmask16>((1u << (n / 2)) - 1u), p);
+    // Lanes 2j and 2j + 1 both get byte j; the odd lane's is shifted down to its high nibble.
+    const __m512i bytes = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
+    const __m512i idx =
+        _mm512_srlv_epi32(bytes, _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4));
+    return _mm512_permutexvar_ps(idx, table);
+  }
+
   /// The 16 unsigned nibbles of the low 8 bytes of `b` (packed int4, the even dim in the low
   /// nibble) -> floats in [0, 15], in dim order.
   static V nibbles_to_float(__m128i b) noexcept {

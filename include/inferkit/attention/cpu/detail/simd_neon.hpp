@@ -83,6 +83,15 @@ struct SimdNeon {
     return vpaddq_f32(vpaddq_f32(acc[0], acc[1]), vpaddq_f32(acc[2], acc[3]));
   }
 
+  /// What load_int4 adds to each packed int4 nibble for a token of zero point `zero`.
+  static V int4_offsets(float zero) noexcept { return set1(-zero); }
+
+  /// min(n, kLanes) dims (n even, >= 2) of packed int4 at `p` as nibble - zero (`offsets` from
+  /// int4_offsets(zero)); lanes >= n are -zero.
+  static V load_int4(const std::uint8_t* p, int n, V offsets) noexcept {
+    return add(load_kv(p, n), offsets);
+  }
+
   /// Loads min(n, 4) dims of stored elements (n >= 1; even for packed int4) as floats; lanes
   /// >= n are 0 and never read.
   template <class T>
