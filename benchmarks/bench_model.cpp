@@ -24,6 +24,9 @@
 #include <unistd.h>
 
 #include <Eigen/Core>
+#if defined(__x86_64__)
+#  include <immintrin.h>  // the VNNI peak microkernel
+#endif
 #include <algorithm>
 #include <benchmarks/support/bench_support.hpp>
 #include <chrono>
@@ -35,6 +38,7 @@
 #include <inferkit/core/rng.hpp>
 #include <inferkit/engine/engine.hpp>
 #include <inferkit/model/gguf.hpp>
+#include <inferkit/model/int8_linear.hpp>
 #include <inferkit/model/llama_model.hpp>
 #include <inferkit/model/quantized_linear.hpp>
 #include <memory>
@@ -300,20 +304,28 @@ void BM_Linear_Matmul(benchmark::State& state) {
   state.SetLabel(std::string(ggml_type_layout(type)->name));
 }
 
-/// SmolLM2 from $INFERKIT_MODEL, loaded once; nullptr (and the benchmark skips) without it.
+/// SmolLM2 from $INFERKIT_MODEL, loaded once per activation precision; nullptr (and the
+/// benchmark skips) without it.
 struct LoadedModel {
   GgufFile file;
   LlamaModel model;
-  explicit LoadedModel(const std::string& path) : file(GgufFile::open(path)), model(file) {}
+  LoadedModel(const std::string& path, ActivationPrecision activations)
+      : file(GgufFile::open(path)), model(file, LlamaModelOptions{activations}) {}
 };
-const LoadedModel* loaded_model() {
-  static const std::unique_ptr<LoadedModel> m = []() -> std::unique_ptr<LoadedModel> {
-    const char* path = std::getenv("INFERKIT_MODEL");
-    if (path == nullptr || *path == '\0') return nullptr;
-    return std::make_unique<LoadedModel>(path);
-  }();
-  return m.get();
+std::unique_ptr<LoadedModel> load_model(ActivationPrecision activations) {
+  const char* path = std::getenv("INFERKIT_MODEL");
+  if (path == nullptr || *path == '\0') return nullptr;
+  return std::make_unique<LoadedModel>(path, activations);
 }
+const LoadedModel* loaded_model(bool int8 = false) {
+  static const std::unique_ptr<LoadedModel> fp32 = load_model(ActivationPrecision::kFp32);
+  if (!int8) return fp32.get();
+  static const std::unique_ptr<LoadedModel> q8 = load_model(ActivationPrecision::kInt8);
+  return q8.get();
+}
+
+/// " int8" for the int8-activation model's runs (the benchmark's `int8` argument).
+std::string precision_label(bool int8) { return int8 ? "int8 activations" : "fp32 activations"; }
 
 /// An engine for `max_seqs` requests with a `budget`-token step and room for `kv_tokens` of
 /// context (never a preemption), without a prefix cache.
@@ -362,7 +374,8 @@ double timed_step(Engine& engine) {
 /// fraction of the weight-bandwidth floor (a streaming read of all the weights, timed after each
 /// step) and, for batch > 1, the speedup over batch-1 steps timed alongside.
 void BM_Model_Decode(benchmark::State& state) {
-  const LoadedModel* m = loaded_model();
+  const bool int8 = state.range(1) != 0;
+  const LoadedModel* m = loaded_model(int8);
   if (m == nullptr) {
     state.SkipWithError("set INFERKIT_MODEL to the file scripts/fetch-model.sh prints");
     return;
@@ -389,6 +402,7 @@ void BM_Model_Decode(benchmark::State& state) {
   state.counters["tokens_per_s"] = batch / step_s;
   state.counters["ms_per_step"] = step_s * 1e3;
   state.counters["threads"] = num_threads();
+  state.SetLabel(precision_label(int8));
 }
 
 /// A busy-loop child process, the "other process on one of the cores" of a shared host: started
@@ -484,7 +498,8 @@ void BM_Model_Decode_BusyNeighbour(benchmark::State& state) {
 /// Prefill of one `chunk`-token prompt (a fresh engine per iteration, not timed): prompt
 /// tokens/s and the speedup per token over batch-1 decode steps timed alongside.
 void BM_Model_Prefill(benchmark::State& state) {
-  const LoadedModel* m = loaded_model();
+  const bool int8 = state.range(1) != 0;
+  const LoadedModel* m = loaded_model(int8);
   if (m == nullptr) {
     state.SkipWithError("set INFERKIT_MODEL to the file scripts/fetch-model.sh prints");
     return;
@@ -511,6 +526,135 @@ void BM_Model_Prefill(benchmark::State& state) {
   const double token_s = times.report(state, "speedup_vs_batch1_decode");
   state.counters["tokens_per_s"] = 1.0 / token_s;
   state.counters["threads"] = num_threads();
+  state.SetLabel(precision_label(int8));
+}
+
+/// Int8 activations against fp32 ones on the same host in the same run: steps of two engines on
+/// the two models, alternated (`speedup_vs_fp32`, per step: decode at `batch` requests, or with
+/// `prefill` a whole `batch`-token prompt).
+void BM_Model_Int8_Speedup(benchmark::State& state) {
+  const LoadedModel* fp32 = loaded_model(false);
+  const LoadedModel* int8 = loaded_model(true);
+  if (fp32 == nullptr || int8 == nullptr) {
+    state.SkipWithError("set INFERKIT_MODEL to the file scripts/fetch-model.sh prints");
+    return;
+  }
+  const auto batch = static_cast<std::int32_t>(state.range(0));
+  const bool prefill = state.range(1) != 0;
+  const auto prefilling = [&](const LlamaModel& model) {
+    std::unique_ptr<Engine> engine = bench_engine(model, 1, batch, batch + 16);
+    GenerationParams p;
+    p.max_new_tokens = 1;
+    p.stop_at_eos = false;
+    Rng rng(7);
+    std::vector<TokenId> prompt(static_cast<std::size_t>(batch));
+    for (TokenId& t : prompt) t = static_cast<TokenId>(rng.below(49152));
+    (void)engine->submit(std::move(prompt), p);
+    return engine;
+  };
+  std::unique_ptr<Engine> a = prefill ? nullptr : decoding_engine(int8->model, batch, 64);
+  std::unique_ptr<Engine> b = prefill ? nullptr : decoding_engine(fp32->model, batch, 64);
+  PairedTimes times;
+  for (auto _ : state) {
+    if (prefill) {
+      state.PauseTiming();
+      a = prefilling(int8->model);
+      b = prefilling(fp32->model);
+      state.ResumeTiming();
+    }
+    times.kernel.push_back(timed_step(*a));
+    state.PauseTiming();
+    times.baseline.push_back(timed_step(*b));
+    state.ResumeTiming();
+  }
+  const double step_s = times.report(state, "speedup_vs_fp32");
+  state.counters["tokens_per_s"] = batch / step_s;
+  state.counters["fp32_tokens_per_s"] = batch / PairedTimes::median(times.baseline);
+  state.counters["threads"] = num_threads();
+  state.SetLabel(prefill ? "prefill" : "decode");
+}
+
+/// The int8 dot-product peak of this host with every thread, in GOP/s (a multiply-add is 2):
+/// 12 independent chains of 512-bit vpdpbusd per thread, in registers, timed over 2^22 steps.
+/// 0 where the CPU has no AVX-512 VNNI.
+#if INFERKIT_CPU_DISPATCH
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) std::int64_t vnni_chains(
+    std::int64_t steps) {
+  __m512i acc[12];
+  INFERKIT_UNROLL  // in registers: an array the loops do not unroll would live on the stack
+      for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_epi32(i);
+  const __m512i a = _mm512_set1_epi8(3);
+  const __m512i b = _mm512_set1_epi8(-2);
+  for (std::int64_t s = 0; s < steps; ++s) {
+    INFERKIT_UNROLL
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+    __asm__ volatile(""
+                     : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]), "+v"(acc[4]),
+                       "+v"(acc[5]), "+v"(acc[6]), "+v"(acc[7]), "+v"(acc[8]), "+v"(acc[9]),
+                       "+v"(acc[10]), "+v"(acc[11]));
+  }
+  __m512i sum = acc[0];
+  for (int i = 1; i < 12; ++i) sum = _mm512_add_epi32(sum, acc[i]);
+  return _mm512_reduce_add_epi32(sum);
+}
+#endif
+double vnni_peak_gops() {
+#if INFERKIT_CPU_DISPATCH
+  if (!cpu_has_avx512_vnni()) return 0.0;
+  constexpr std::int64_t kSteps = std::int64_t{1} << 22;
+  double best = 0.0;
+  for (int trial = 0; trial < 3; ++trial) {
+    const auto t0 = Clock::now();
+    std::int64_t sink = 0;
+#  if INFERKIT_HAS_OPENMP
+#    pragma omp parallel reduction(+ : sink)
+#  endif
+    sink += vnni_chains(kSteps);
+    benchmark::DoNotOptimize(sink);
+    const double ops = 2.0 * 64.0 * 12.0 * static_cast<double>(kSteps) * num_threads();
+    best = std::max(best, ops / seconds_since(t0) * 1e-9);
+  }
+  return best;
+#else
+  return 0.0;
+#endif
+}
+
+/// Batched int8-activation products (model/int8_linear.hpp) against the fp32-activation linear()
+/// of the same weights, timed alongside (`speedup_vs_fp32`), and GOP/s as a fraction of the
+/// VNNI peak measured in the same run (`ratio_vs_vnni_peak`).
+void BM_Linear_Int8(benchmark::State& state) {
+  const auto type = static_cast<GgmlType>(state.range(0));
+  const std::int64_t rows = state.range(1), cols = state.range(2), n = state.range(3);
+  const std::vector<std::byte> m = random_matrix(type, rows, cols);
+  const LinearWeights w{type, rows, cols, m.data()};
+  const Int8LinearWeights packed(w);
+  const std::vector<float> x = random_floats(n * cols, 6);
+  std::vector<float> y(static_cast<std::size_t>(n * rows));
+  PairedTimes times;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    linear_int8(packed, x.data(), n, y.data());
+    benchmark::DoNotOptimize(y.data());
+    times.kernel.push_back(seconds_since(t0));
+    state.PauseTiming();
+    const auto t1 = Clock::now();
+    linear(w, x.data(), n, y.data());
+    benchmark::DoNotOptimize(y.data());
+    times.baseline.push_back(seconds_since(t1));
+    state.ResumeTiming();
+  }
+  const double ops = 2.0 * static_cast<double>(rows * cols * n);
+  const double kernel_s = times.report(state, "speedup_vs_fp32");
+  const double gops = ops / kernel_s * 1e-9;
+  state.counters["GOP_per_s"] = gops;
+  static const double peak = vnni_peak_gops();
+  if (peak > 0.0) {
+    state.counters["ratio_vs_vnni_peak"] = gops / peak;
+    state.counters["vnni_peak_GOP_per_s"] = peak;
+  }
+  state.counters["threads"] = num_threads();
+  state.SetLabel(std::string(ggml_type_layout(type)->name));
 }
 
 constexpr auto kQ4_1 = static_cast<std::int64_t>(GgmlType::kQ4_1);
@@ -535,11 +679,26 @@ BENCHMARK(BM_Linear_Matmul)
     ->MinTime(0.2)
     ->UseRealTime();
 
+BENCHMARK(BM_Linear_Int8)
+    ->ArgNames({"type", "rows", "cols", "n"})
+    ->ArgsProduct({{kQ4_1}, {576}, {576}, {1, 32, 512}})
+    ->ArgsProduct({{kQ4_1}, {1536}, {576}, {1, 32, 512}})
+    ->ArgsProduct({{kQ4_1}, {576}, {1536}, {1, 32, 512}})
+    ->ArgsProduct({{kQ8_0}, {49152}, {576}, {1, 32}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.5)
+    ->UseRealTime();
+BENCHMARK(BM_Model_Int8_Speedup)
+    ->ArgNames({"tokens", "prefill"})
+    ->Args({1, 0})
+    ->Args({32, 0})
+    ->Args({512, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0)
+    ->UseRealTime();
 BENCHMARK(BM_Model_Decode)
-    ->ArgNames({"batch"})
-    ->Arg(1)
-    ->Arg(8)
-    ->Arg(32)
+    ->ArgNames({"batch", "int8"})
+    ->ArgsProduct({{1, 8, 32}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0)
     ->UseRealTime();
@@ -551,9 +710,8 @@ BENCHMARK(BM_Model_Decode_BusyNeighbour)
     ->Iterations(4)  // rounds; the first is reported apart
     ->UseRealTime();
 BENCHMARK(BM_Model_Prefill)
-    ->ArgNames({"tokens"})
-    ->Arg(128)
-    ->Arg(512)
+    ->ArgNames({"tokens", "int8"})
+    ->ArgsProduct({{128, 512}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0)
     ->UseRealTime();

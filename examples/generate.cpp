@@ -35,17 +35,21 @@ struct Flags {
   bool chat = false;
   bool special = false;
   std::string model;
+  std::string activations = "fp32";
   bool json = false;
 };
 
 constexpr const char* kUsage =
     "usage: generate [--prompt TEXT] [--max-tokens N] [--temperature T] [--top-p P] [--seed N]\n"
-    "                [--spec ngram] [--chat | --special] [--model FILE.gguf] [--json]\n"
+    "                [--spec ngram] [--chat | --special] [--model FILE.gguf]\n"
+    "                [--activations fp32|int8] [--json]\n"
     "defaults: --max-tokens 128 --temperature 0 (greedy) --top-p 1 --seed 0; the model is\n"
     "$INFERKIT_MODEL or the SmolLM2-135M-Instruct that scripts/fetch-model.sh downloads.\n"
     "--spec ngram drafts from the prompt and output (prompt lookup) and verifies with the chain\n"
     "verifier; --chat applies the model's chat template to the prompt; --special reads\n"
-    "special-token text in the prompt (<|im_start|>) as the token instead of as text.\n";
+    "special-token text in the prompt (<|im_start|>) as the token instead of as text;\n"
+    "--activations int8 runs the quantized products on int8 activations (faster, llama.cpp's\n"
+    "rounding; fp32, the default, is exact).\n";
 
 void add_flags(CLI::App& app, Flags& f) {
   using inferkit::examples::integer_in;
@@ -59,6 +63,8 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_flag("--chat", f.chat);
   app.add_flag("--special", f.special);
   app.add_option("--model", f.model);
+  app.add_option("--activations", f.activations)
+      ->check(inferkit::examples::one_of({"fp32", "int8"}));
   app.add_flag("--json", f.json);
 }
 
@@ -72,7 +78,9 @@ int main(int argc, char** argv) {
     inferkit::examples::require(!(f.chat && f.special),
                                 "--chat and --special exclude each other (a chat's markers are "
                                 "the template's; its text is never special)");
-    const inferkit::examples::LoadedModel m(inferkit::examples::model_path(f.model));
+    const inferkit::examples::LoadedModel m(
+        inferkit::examples::model_path(f.model),
+        inferkit::examples::activation_precision(f.activations));
     std::vector<inferkit::TokenId> prompt;
     if (f.chat) {
       const std::vector<inferkit::ChatMessage> messages = {{"user", f.prompt}};

@@ -51,6 +51,7 @@ struct Flags {
   long long max_model_len = 0;  // 0: the model's context length
   bool no_prefix_cache = false;
   std::string spec;  // "ngram" or empty
+  std::string activations = "fp32";
   int max_queued_requests = 256;
   long long max_queued_prompt_tokens = 1 << 20;
   long long max_body_bytes = 4 << 20;
@@ -63,13 +64,16 @@ constexpr const char* kUsage =
     "usage: serve [--model FILE.gguf] [--model-name NAME] [--host ADDR] [--port N]\n"
     "             [--api-key KEY] [--threads N] [--kv-pages N] [--block-size N]\n"
     "             [--max-num-seqs N] [--max-batched-tokens N] [--max-model-len N]\n"
-    "             [--no-prefix-cache] [--spec ngram] [--max-queued-requests N]\n"
+    "             [--no-prefix-cache] [--spec ngram] [--activations fp32|int8]\n"
+    "             [--max-queued-requests N]\n"
     "             [--max-queued-prompt-tokens N] [--max-body-bytes N] [--http-threads N]\n"
     "             [--timeout-seconds N] [--drain-seconds N]\n"
     "defaults: --host 127.0.0.1 --port 8080, no API key, the model is $INFERKIT_MODEL or the\n"
     "SmolLM2-135M-Instruct that scripts/fetch-model.sh downloads; --max-num-seqs 64 requests run\n"
     "at once, --max-queued-requests 256 wait (more get 429), --http-threads 256 connections are\n"
-    "served at once, each read and write times out after --timeout-seconds 30.\n";
+    "served at once, each read and write times out after --timeout-seconds 30; --activations\n"
+    "int8 runs the quantized products on int8 activations (2x the batched throughput, llama.cpp's\n"
+    "rounding; fp32, the default, is exact).\n";
 
 // ---- errors, OpenAI's shape -------------------------------------------------------------------
 
@@ -456,7 +460,8 @@ class Server {
  private:
   void load() {
     model_path_ = inferkit::examples::model_path(flags_.model);
-    model_ = std::make_unique<inferkit::examples::LoadedModel>(model_path_);
+    model_ = std::make_unique<inferkit::examples::LoadedModel>(
+        model_path_, inferkit::examples::activation_precision(flags_.activations));
     if (flags_.model_name.empty()) {
       flags_.model_name = std::filesystem::path(model_path_).stem().string();
     }
@@ -868,6 +873,8 @@ int main(int argc, char** argv) {
         ->transform(integer_in<long long>(2, 1 << 24));
     app.add_flag("--no-prefix-cache", f.no_prefix_cache);
     app.add_option("--spec", f.spec)->check(inferkit::examples::one_of({"ngram"}));
+    app.add_option("--activations", f.activations)
+        ->check(inferkit::examples::one_of({"fp32", "int8"}));
     app.add_option("--max-queued-requests", f.max_queued_requests)
         ->transform(integer_in(1, 1 << 20));
     app.add_option("--max-queued-prompt-tokens", f.max_queued_prompt_tokens)

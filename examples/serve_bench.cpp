@@ -39,12 +39,13 @@ struct Flags {
   long long batch = 16;
   long long seed = 1;
   std::string model;
+  std::string activations = "fp32";
   bool json = false;
 };
 
 constexpr const char* kUsage =
     "usage: serve_bench [--requests N] [--rate R] [--max-tokens N] [--batch N] [--seed N]\n"
-    "                   [--model FILE.gguf] [--json]\n"
+    "                   [--model FILE.gguf] [--activations fp32|int8] [--json]\n"
     "defaults: --requests 32 --rate 4 (requests/s, Poisson) --max-tokens 48 (every request\n"
     "generates exactly this many) --batch 16 (most sequences per step) --seed 1\n";
 
@@ -56,6 +57,8 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--batch", f.batch)->transform(integer_in(1LL, 256LL));
   app.add_option("--seed", f.seed)->transform(integer_in(0LL, 1LL << 62));
   app.add_option("--model", f.model);
+  app.add_option("--activations", f.activations)
+      ->check(inferkit::examples::one_of({"fp32", "int8"}));
   app.add_flag("--json", f.json);
 }
 
@@ -209,7 +212,9 @@ int main(int argc, char** argv) {
     Flags f;
     add_flags(app, f);
     app.parse(argc, argv);
-    const inferkit::examples::LoadedModel m(inferkit::examples::model_path(f.model));
+    const inferkit::examples::LoadedModel m(
+        inferkit::examples::model_path(f.model),
+        inferkit::examples::activation_precision(f.activations));
     const Workload w = make_workload(f, m.tokenizer);
     const Config configs[] = {{"static", true, false, false},
                               {"continuous", false, false, false},

@@ -13,6 +13,7 @@
 #
 #   scripts/bench-serve.sh [--quick] [--rounds N] [--threads N] [--out FILE] [--no-build]
 #                          [--servers inferkit,llamacpp] [--port N] [--nice N]
+#                          [--activations fp32|int8]
 #   scripts/bench-serve.sh --soak [SECONDS] [--threads N] [--no-build] [--nice N]
 #
 #   --quick        4 / 8 / 32 requests of 32 tokens per concurrency instead of 16 / 40 / 96 of 128
@@ -21,6 +22,8 @@
 #   --out FILE     the JSON file (default build/bench-serve/results.json)
 #   --no-build     use build/release/examples/serve as it is when it exists
 #   --servers LIST only these (inferkit, llamacpp), in this order
+#   --activations  inferkit's products on fp32 (default, exact) or int8 activations (as
+#                  llama.cpp's are; serve --activations)
 #   --nice N       run the servers and the load generator at this niceness (default: unchanged);
 #                  on a shared machine, as root, --nice -10 keeps others' builds off their cores
 #   --soak [S]     inferkit's server alone for S seconds (default 600): 32 streaming clients, a
@@ -59,7 +62,7 @@ LLAMA_CMAKE_ARGS=(-DGGML_NATIVE=OFF -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGM
   -DLLAMA_BUILD_EXAMPLES=OFF)
 CONCURRENCY=(1 8 32)
 
-quick=0 rounds=1 threads=2 no_build=0 soak=0 port=18470 niceness=""
+quick=0 rounds=1 threads=2 no_build=0 soak=0 port=18470 niceness="" activations=fp32
 servers=inferkit,llamacpp
 out=build/bench-serve/results.json
 temperature=${INFERKIT_BENCH_TEMPERATURE:-0}
@@ -74,6 +77,7 @@ while [ $# -gt 0 ]; do
     --servers) servers=${2:?}; shift ;;
     --port) port=${2:?}; shift ;;
     --nice) niceness=${2:?}; shift ;;
+    --activations) activations=${2:?}; shift ;;
     --soak)
       soak=600
       if [[ ${2:-} =~ ^[0-9]+$ ]]; then soak=$2; shift; fi
@@ -173,7 +177,7 @@ start_server() {
   case "$name" in
     inferkit)
       "${prio[@]}" "$serve" --model "$model" --model-name "$model_name" --host 127.0.0.1 --port "$p" \
-        --threads "$threads" >"$log" 2>&1 9>&- &
+        --threads "$threads" --activations "$activations" >"$log" 2>&1 9>&- &
       ;;
     llamacpp)
       # 32 slots with continuous batching; the context is shared among them (1024 tokens
@@ -285,6 +289,7 @@ echo "uptime after: $(uptime)"
 
 wall_s=$(($(date +%s) - start))
 BENCH_CPU_LOAD_BEFORE=$loadavg_before BENCH_MODEL=$model BENCH_SERVERS=$servers \
+  BENCH_ACTIVATIONS=$activations \
   BENCH_CONCURRENCY="${CONCURRENCY[*]}" BENCH_COUNTS="${counts[*]}" BENCH_OUT_TOKENS=$out_tokens \
   BENCH_TEMPERATURE=$temperature BENCH_ROUNDS=$rounds BENCH_THREADS=$threads BENCH_QUICK=$quick \
   BENCH_WALL_S=$wall_s BENCH_GUIDELLM=$GUIDELLM_VERSION BENCH_LLAMACPP=$llamacpp_version BENCH_NICE=$niceness \
@@ -303,7 +308,8 @@ t = e["BENCH_THREADS"]
 meta = {
     "command": "scripts/bench-serve.sh" + (" --quick" if e["BENCH_QUICK"] == "1" else "")
                + f" --rounds {e['BENCH_ROUNDS']} --threads {t} --servers {e['BENCH_SERVERS']}"
-               + (f" --nice {e['BENCH_NICE']}" if e["BENCH_NICE"] else ""),
+               + (f" --nice {e['BENCH_NICE']}" if e["BENCH_NICE"] else "")
+               + f" --activations {e['BENCH_ACTIVATIONS']}",
     "host": {"cpu": cpu, "avx512f": "avx512f" in flags,
              "amx": "amx_tile" in flags and "amx_int8" in flags, "cpus": os.cpu_count(),
              "loadavg_before": e["BENCH_CPU_LOAD_BEFORE"],
@@ -317,7 +323,8 @@ meta = {
     "guidellm_version": e["BENCH_GUIDELLM"],
     "llamacpp_version": e["BENCH_LLAMACPP"].replace("version: ", "") or "not run",
     "llamacpp_server_flags": f"-c 32768 --parallel 32 -cb -t {t} -tb {t}",
-    "inferkit_serve_flags": f"--threads {t} (defaults otherwise)",
+    "inferkit_serve_flags": f"--threads {t} --activations {e['BENCH_ACTIVATIONS']}"
+                            " (defaults otherwise)",
     "inferkit_commit": commit,
 }
 json.dump(meta, open(sys.argv[1], "w"), indent=2)

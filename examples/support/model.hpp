@@ -27,6 +27,11 @@ inline std::string model_path(const std::string& flag) {
   throw UsageError{"no model file: run scripts/fetch-model.sh, or pass --model FILE.gguf"};
 }
 
+/// The --activations flag's values ("fp32", "int8"; checked by the parser with one_of).
+inline ActivationPrecision activation_precision(const std::string& flag) {
+  return flag == "int8" ? ActivationPrecision::kInt8 : ActivationPrecision::kFp32;
+}
+
 /// A GGUF model with its tokenizer (the file must outlive both: they are views into it).
 struct LoadedModel {
   GgufFile file;
@@ -34,8 +39,11 @@ struct LoadedModel {
   BpeTokenizer tokenizer;
   std::vector<TokenId> end_tokens;  ///< ids that end a generation (eos, <|im_end|>, ...)
 
-  explicit LoadedModel(const std::string& path)
-      : file(GgufFile::open(path)), model(file), tokenizer(BpeTokenizer::from_gguf(file)) {
+  explicit LoadedModel(const std::string& path,
+                       ActivationPrecision activations = ActivationPrecision::kFp32)
+      : file(GgufFile::open(path)),
+        model(file, LlamaModelOptions{activations}),
+        tokenizer(BpeTokenizer::from_gguf(file)) {
     for (TokenId id = 0; id < tokenizer.vocab_size(); ++id) {
       if (tokenizer.is_end_of_generation(id)) end_tokens.push_back(id);
     }

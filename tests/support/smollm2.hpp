@@ -34,6 +34,15 @@ inline const LoadedSmolLM2* smollm2() {
   return &loaded;
 }
 
+/// The same file's model with int8 activations (LlamaModelOptions), built on first use; nullptr
+/// when the model has not been fetched.
+inline const LlamaModel* smollm2_int8() {
+  const LoadedSmolLM2* loaded = smollm2();
+  if (loaded == nullptr) return nullptr;
+  static const LlamaModel model(loaded->file, LlamaModelOptions{ActivationPrecision::kInt8});
+  return &model;
+}
+
 }  // namespace inferkit::test
 
 /// Declares `const inferkit::test::LoadedSmolLM2* m`, or ends the test case with a warning when

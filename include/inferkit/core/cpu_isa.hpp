@@ -52,8 +52,9 @@ inline namespace INFERKIT_ISA_ABI {
 /// What this CPU can run, probed once (CPUID leaves 1 and 7, and XGETBV for the OS-enabled
 /// register state: a CPU with AVX-512 under an OS that does not save zmm state cannot use it).
 struct CpuFeatures {
-  bool avx2 = false;    ///< AVX2, FMA, F16C, BMI1, BMI2, ymm state enabled
-  bool avx512 = false;  ///< avx2 and AVX-512 F/BW/VL, zmm and opmask state enabled
+  bool avx2 = false;         ///< AVX2, FMA, F16C, BMI1, BMI2, ymm state enabled
+  bool avx512 = false;       ///< avx2 and AVX-512 F/BW/VL, zmm and opmask state enabled
+  bool avx512_vnni = false;  ///< avx512 and AVX512-VNNI (int8 dot products: vpdpbusd)
 };
 
 inline CpuFeatures probe_cpu_features() noexcept {
@@ -74,6 +75,7 @@ inline CpuFeatures probe_cpu_features() noexcept {
   const bool avx512f = (b7 >> 16) & 1u, avx512bw = (b7 >> 30) & 1u, avx512vl = (b7 >> 31) & 1u;
   f.avx2 = ymm_state && avx2 && fma && f16c && bmi && bmi2;
   f.avx512 = f.avx2 && zmm_state && avx512f && avx512bw && avx512vl;
+  f.avx512_vnni = f.avx512 && ((c7 >> 11) & 1u);
 #endif
   return f;
 }
@@ -148,6 +150,13 @@ inline namespace INFERKIT_ISA_ABI {
 inline bool cpu_isa_supported(CpuIsa isa) noexcept {
   static const detail::CpuFeatures features = detail::probe_cpu_features();
   return detail::probe_cpu_isa(isa, features);
+}
+
+/// Whether this build and CPU have AVX512-VNNI (the int8 dot products of int8_linear.hpp's
+/// fastest path; CPUID probed once).
+inline bool cpu_has_avx512_vnni() noexcept {
+  static const bool vnni = INFERKIT_CPU_DISPATCH && detail::probe_cpu_features().avx512_vnni;
+  return vnni;
 }
 
 /// The path every CPU kernel takes in this process: INFERKIT_CPU_ISA (avx512, avx2, neon,

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+// Int8-activation linear layers: y = x · Wᵀ with W in ggml's Q4_0, Q4_1 or Q8_0 blocks, repacked
+// once (Int8LinearWeights) so that the CPU's int8 dot-product instructions multiply 16 rows at a
+// time, and the activations quantized per token and per block of 32 inputs to int8 (a scale
+// amax/127 per block, as llama.cpp quantizes its activations to Q8 for these products). The
+// integer dot products are exact; what differs from linear()'s exact fp32-activation product is
+// the activations' rounding, at most half a code (amax/254) per input. The model's forward uses
+// this path when built with ActivationPrecision::kInt8; linear() stays the reference.
+//
+// Paths: AVX-512 VNNI (vpdpbusd: 64 multiply-adds an instruction) where the CPU has it and the
+// process's CPU path (core/cpu_isa.hpp, INFERKIT_CPU_ISA) is avx512; everywhere else a portable
+// scalar path that gives the same bits and is slow (a reference, not a fallback to choose).
+// Batch-invariant like linear(): a token's outputs are the same bits whatever the batch, its
+// other tokens and the thread count.
+// Threads: an Int8LinearWeights is immutable after construction; linear_int8 (OpenMP inside) may
+// run from several threads at once when each writes its own y.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <inferkit/core/config.hpp>
+#include <inferkit/core/cpu_isa.hpp>
+#include <inferkit/core/detail/aligned_allocator.hpp>
+#include <inferkit/core/error.hpp>
+#include <inferkit/model/detail/int8_linear_avx512.hpp>
+#include <inferkit/model/detail/int8_linear_portable.hpp>
+#include <inferkit/model/ggml_type.hpp>
+#include <inferkit/model/quantized_linear.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#if INFERKIT_HAS_OPENMP
+#  include <omp.h>
+#endif
+
+namespace inferkit {
+
+/// The arithmetic of a model's quantized products.
+enum class ActivationPrecision : std::uint8_t {
+  kFp32,  ///< fp32 activations: the exact product of the stored weights (linear(); reference)
+  kInt8,  ///< activations rounded to int8 per 32 inputs, integer dot products (linear_int8())
+};
+
+/// Whether weights of `type` can be repacked for int8 activations (Q4_0, Q4_1, Q8_0).
+constexpr bool int8_linear_supports(GgmlType type) noexcept {
+  return type == GgmlType::kQ4_0 || type == GgmlType::kQ4_1 || type == GgmlType::kQ8_0;
+}
+
+/// A Q4_0, Q4_1 or Q8_0 weight matrix repacked for linear_int8() (layout:
+/// model/detail/int8_linear_portable.hpp): the same bytes as the file's blocks, give or take the
+/// last group's padding rows, owned, 64-byte aligned.
+class Int8LinearWeights {
+  using Bytes = std::vector<std::uint8_t, detail::AlignedAllocator<std::uint8_t, 64>>;
+  using Halves = std::vector<std::uint16_t, detail::AlignedAllocator<std::uint16_t, 64>>;
+  GgmlType type_ = GgmlType::kQ4_1;
+  std::int64_t rows_ = 0;
+  std::int64_t cols_ = 0;
+  Bytes quants_;
+  Halves scales_;
+
+ public:
+  /// An empty matrix (0 x 0).
+  Int8LinearWeights() = default;
+
+  /// Repacks `w`. Throws what validate(w) throws, and `Error{kUnsupported}` naming the type when
+  /// it is not Q4_0, Q4_1 or Q8_0. O(rows cols).
+  explicit Int8LinearWeights(const LinearWeights& w) : type_(w.type), rows_(w.rows), cols_(w.cols) {
+    validate(w);
+    check_arg(int8_linear_supports(w.type), ErrorCode::kUnsupported, "weights type",
+              std::string(ggml_type_layout(w.type)->name),
+              "has no int8-activation product; supported:", "Q4_0, Q4_1, Q8_0");
+    const std::int64_t groups = (rows_ + detail::kInt8GroupRows - 1) / detail::kInt8GroupRows;
+    const std::int64_t blocks = cols_ / detail::kInt8BlockValues;
+    const std::int64_t qbytes = detail::int8_quant_bytes(type_);
+    const std::int64_t halves = detail::int8_scale_halves(type_);
+    quants_.assign(static_cast<std::size_t>(groups * blocks * qbytes), 0);
+    scales_.assign(static_cast<std::size_t>(groups * blocks * halves), 0);
+    const std::int64_t row_bytes = ggml_row_bytes(type_, cols_);
+    const std::int64_t block_bytes = ggml_type_layout(type_)->block_bytes;
+    const std::int64_t scale_bytes = type_ == GgmlType::kQ4_1 ? 4 : 2;
+    for (std::int64_t row = 0; row < rows_; ++row) {
+      const std::int64_t g = row / detail::kInt8GroupRows;
+      const std::int64_t r = row % detail::kInt8GroupRows;
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::byte* block = w.data + row * row_bytes + b * block_bytes;
+        std::uint8_t* q = quants_.data() + (g * blocks + b) * qbytes;
+        std::uint16_t* s = scales_.data() + (g * blocks + b) * halves;
+        std::memcpy(s + r, block, 2);
+        if (type_ == GgmlType::kQ4_1) std::memcpy(s + 16 + r, block + 2, 2);
+        const std::byte* qs = block + scale_bytes;
+        const std::int64_t quads = type_ == GgmlType::kQ8_0 ? 8 : 4;
+        for (std::int64_t j = 0; j < quads; ++j) {
+          for (std::int64_t i = 0; i < 4; ++i) {
+            const auto byte = static_cast<std::uint8_t>(qs[4 * j + i]);
+            // Q8_0's signed codes become unsigned by +128 (flipping the sign bit).
+            q[64 * j + 4 * r + i] = type_ == GgmlType::kQ8_0 ? byte ^ 0x80u : byte;
+          }
+        }
+      }
+    }
+  }
+
+  [[nodiscard]] GgmlType type() const noexcept { return type_; }
+  [[nodiscard]] std::int64_t rows() const noexcept { return rows_; }
+  [[nodiscard]] std::int64_t cols() const noexcept { return cols_; }
+  [[nodiscard]] bool empty() const noexcept { return rows_ == 0 || cols_ == 0; }
+  /// Bytes held (quants and scales).
+  [[nodiscard]] std::size_t bytes() const noexcept {
+    return quants_.size() + scales_.size() * sizeof(std::uint16_t);
+  }
+  /// The repacked quants and fp16 scales (the layout of int8_linear_portable.hpp).
+  [[nodiscard]] const std::uint8_t* quants() const noexcept { return quants_.data(); }
+  [[nodiscard]] const std::uint16_t* scales() const noexcept { return scales_.data(); }
+};
+
+namespace detail {
+
+/// A path of the int8-activation products.
+enum class Int8Isa : std::uint8_t {
+  kBaseline,    ///< portable scalar C++ (same bits, slow)
+  kAvx512Vnni,  ///< AVX-512 F/BW/VL + VNNI
+};
+
+/// Whether this build and CPU can run `isa`.
+inline bool int8_isa_supported(Int8Isa isa) noexcept {
+  return isa == Int8Isa::kBaseline || (cpu_isa_supported(CpuIsa::kAvx512) && cpu_has_avx512_vnni());
+}
+
+/// The process's path: VNNI when the CPU kernels' path (cpu_isa(): CPUID or INFERKIT_CPU_ISA) is
+/// avx512 and the CPU has VNNI, else the portable one. Throws what cpu_isa() throws.
+inline Int8Isa int8_linear_isa() {
+  return cpu_isa() == CpuIsa::kAvx512 && cpu_has_avx512_vnni() ? Int8Isa::kAvx512Vnni
+                                                               : Int8Isa::kBaseline;
+}
+
+/// linear_int8() on the path `isa` (the tests run both; linear_int8 takes the process's).
+inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float* x, std::int64_t n,
+                           float* y) {
+  check_arg(n >= 0, ErrorCode::kInvalidArgument, "n (tokens)", n, "must be >=", 0);
+  if (n == 0 || w.rows() == 0) return;
+  check_arg(y != nullptr, ErrorCode::kInvalidArgument, "y of tokens", n, "is null; rows", w.rows());
+  check_arg(x != nullptr || w.cols() == 0, ErrorCode::kInvalidArgument, "x of tokens", n,
+            "is null; cols", w.cols());
+  check_arg(isa == Int8Isa::kBaseline || int8_isa_supported(isa), ErrorCode::kUnsupported,
+            "int8 path", "avx512-vnni", "is not supported by this CPU or build;", "use baseline");
+  const std::int64_t cols = w.cols();
+  const std::int64_t blocks = cols / kInt8BlockValues;
+  // One allocation for the codes and the per-block scales and sums; allocated here, not in the
+  // parallel region, where bad_alloc could not propagate.
+  const std::int64_t code_bytes = (n * cols + 63) / 64 * 64;
+  const std::unique_ptr<std::byte[]> buffer(
+      new std::byte[static_cast<std::size_t>(code_bytes + 12 * n * blocks)]);
+  Int8ActivationsView xa;
+  xa.q = reinterpret_cast<std::int8_t*>(buffer.get());
+  xa.scale = reinterpret_cast<float*>(buffer.get() + code_bytes);
+  xa.sum = reinterpret_cast<std::int32_t*>(xa.scale + n * blocks);
+  xa.scaled_sum = reinterpret_cast<float*>(xa.sum + n * blocks);
+  xa.cols = cols;
+  xa.blocks = blocks;
+  Int8Job job;
+  job.type = w.type();
+  job.quants = w.quants();
+  job.scales = w.scales();
+  job.rows = w.rows();
+  job.blocks = blocks;
+  job.x = xa;
+  job.n = n;
+  job.y = y;
+  const std::int64_t groups = (w.rows() + kInt8GroupRows - 1) / kInt8GroupRows;
+  const bool parallel = groups > 1 && w.rows() * cols * n >= kLinearParallelMinMacs;
+#if INFERKIT_HAS_OPENMP
+  const int max_threads = parallel ? omp_get_max_threads() : 1;
+#else
+  const int max_threads = 1;
+  (void)parallel;
+#endif
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel num_threads(max_threads) if (parallel)
+#endif
+  {
+#if INFERKIT_HAS_OPENMP
+    const int threads = omp_get_num_threads();
+    const int id = omp_get_thread_num();
+#else
+    const int threads = 1;
+    const int id = 0;
+#endif
+    // Each thread quantizes a share of the tokens, then multiplies a share of the row groups by
+    // all of them.
+    for (std::int64_t t = n * id / threads; t < n * (id + 1) / threads; ++t) {
+#if INFERKIT_CPU_DISPATCH
+      if (isa == Int8Isa::kAvx512Vnni) {
+        int8_avx512::quantize_token(x + t * cols, xa, t);
+        continue;
+      }
+#endif
+      int8_baseline::quantize_token(x + t * cols, xa, t);
+    }
+#if INFERKIT_HAS_OPENMP
+#  pragma omp barrier
+#endif
+    const std::int64_t g0 = groups * id / threads;
+    const std::int64_t g1 = groups * (id + 1) / threads;
+    if (g0 < g1) {
+#if INFERKIT_CPU_DISPATCH
+      if (isa == Int8Isa::kAvx512Vnni) {
+        int8_avx512::int8_rows(job, g0, g1);
+      } else {
+        int8_baseline::int8_rows(job, g0, g1);
+      }
+#else
+      int8_baseline::int8_rows(job, g0, g1);
+#endif
+    }
+  }
+}
+
+}  // namespace detail
+
+/// y[n][rows] = x[n][cols] · Wᵀ with the activations quantized to int8 per token and block of
+/// 32 inputs (x ≈ q · amax/127) and integer dot products against the repacked codes (token t at
+/// x + t cols, output at y + t rows; `y` must not overlap `x`). The error against linear()'s exact
+/// product is the activations' rounding: |Δy| ≤ Σ_blocks (amax_block / 254) Σ |w|, plus fp32
+/// accumulation. Batch-invariant (the same bits for any n, other tokens and thread count). Throws
+/// `Error{kInvalidArgument}` for n < 0 or null x / y when they are read or written, and what
+/// cpu_isa() throws. O(n rows cols).
+inline void linear_int8(const Int8LinearWeights& w, const float* x, std::int64_t n, float* y) {
+  detail::linear_int8_on(detail::int8_linear_isa(), w, x, n, y);
+}
+
+}  // namespace inferkit
