@@ -331,9 +331,10 @@ std::string precision_label(bool int8) { return int8 ? "int8 activations" : "fp3
 /// context (never a preemption), without a prefix cache.
 std::unique_ptr<Engine> bench_engine(const LlamaModel& model, std::int32_t max_seqs,
                                      std::int64_t budget, std::int64_t kv_tokens,
-                                     bool adaptive_threads = true) {
+                                     bool adaptive_threads = true, bool time_phases = false) {
   EngineOptions o;
   o.adaptive_threads = adaptive_threads;
+  o.time_forward_phases = time_phases;
   o.num_blocks = static_cast<std::int32_t>(kv_tokens / o.block_size + max_seqs + 1);
   o.prefix_cache = false;
   o.scheduler.max_num_seqs = max_seqs;
@@ -345,9 +346,10 @@ std::unique_ptr<Engine> bench_engine(const LlamaModel& model, std::int32_t max_s
 /// An engine with `batch` requests of distinct `prompt_tokens`-token prompts, run until every
 /// prompt is prefilled, so that each further step() is one decode row per request.
 std::unique_ptr<Engine> decoding_engine(const LlamaModel& model, std::int32_t batch,
-                                        std::int32_t prompt_tokens, bool adaptive_threads = true) {
+                                        std::int32_t prompt_tokens, bool adaptive_threads = true,
+                                        bool time_phases = false) {
   auto engine = bench_engine(model, batch, 2048, std::int64_t{batch} * (prompt_tokens + 1536),
-                             adaptive_threads);
+                             adaptive_threads, time_phases);
   GenerationParams p;
   p.max_new_tokens = 1536;
   p.stop_at_eos = false;
@@ -401,6 +403,47 @@ void BM_Model_Decode(benchmark::State& state) {
   if (single) (void)vs_single.report(state, "speedup_vs_batch1");
   state.counters["tokens_per_s"] = batch / step_s;
   state.counters["ms_per_step"] = step_s * 1e3;
+  state.counters["threads"] = num_threads();
+  state.SetLabel(precision_label(int8));
+}
+
+/// Where a decode step's time goes: each forward phase's share of the step (`share_<phase>`,
+/// LlamaPhase; EngineOptions::time_forward_phases), `share_outside_forward` (scheduling,
+/// sampling, the engine's bookkeeping), and the step's time against a streaming read of all the
+/// weights timed after it (`ratio_vs_weight_stream`, as BM_Model_Decode).
+void BM_Model_Decode_Phases(benchmark::State& state) {
+  const bool int8 = state.range(1) != 0;
+  const LoadedModel* m = loaded_model(int8);
+  if (m == nullptr) {
+    state.SkipWithError("set INFERKIT_MODEL to the file scripts/fetch-model.sh prints");
+    return;
+  }
+  const auto batch = static_cast<std::int32_t>(state.range(0));
+  const std::span<const std::byte> weights = m->file.bytes().subspan(m->file.data_offset());
+  std::unique_ptr<Engine> engine = decoding_engine(m->model, batch, 64, true, true);
+  const EngineStats before = engine->stats();
+  PairedTimes vs_stream;
+  double step_total = 0.0;
+  for (auto _ : state) {
+    const double step_s = timed_step(*engine);
+    vs_stream.kernel.push_back(step_s);
+    step_total += step_s;
+    state.PauseTiming();
+    const auto t1 = Clock::now();
+    benchmark::DoNotOptimize(
+        stream_read(weights.data(), static_cast<std::int64_t>(weights.size())));
+    vs_stream.baseline.push_back(seconds_since(t1));
+    state.ResumeTiming();
+  }
+  const EngineStats& after = engine->stats();
+  for (std::size_t p = 0; p < kLlamaPhaseCount; ++p) {
+    const double s = after.forward_phase_seconds[p] - before.forward_phase_seconds[p];
+    state.counters["share_" + std::string(to_string(static_cast<LlamaPhase>(p)))] = s / step_total;
+  }
+  state.counters["share_outside_forward"] =
+      1.0 - (after.forward_seconds - before.forward_seconds) / step_total;
+  const double step_s = vs_stream.report(state, "ratio_vs_weight_stream");
+  state.counters["tokens_per_s"] = batch / step_s;
   state.counters["threads"] = num_threads();
   state.SetLabel(precision_label(int8));
 }
@@ -699,6 +742,12 @@ BENCHMARK(BM_Model_Int8_Speedup)
 BENCHMARK(BM_Model_Decode)
     ->ArgNames({"batch", "int8"})
     ->ArgsProduct({{1, 8, 32}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0)
+    ->UseRealTime();
+BENCHMARK(BM_Model_Decode_Phases)
+    ->ArgNames({"batch", "int8"})
+    ->ArgsProduct({{1, 32}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0)
     ->UseRealTime();

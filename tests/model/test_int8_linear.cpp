@@ -25,14 +25,17 @@ namespace {
 constexpr GgmlType kInt8Types[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ8_0};
 
 std::vector<Int8Isa> int8_isas() {
-  std::vector<Int8Isa> isas{Int8Isa::kBaseline};
-  if (detail::int8_isa_supported(Int8Isa::kAvx512Vnni)) isas.push_back(Int8Isa::kAvx512Vnni);
+  std::vector<Int8Isa> isas;
+  for (Int8Isa isa :
+       {Int8Isa::kBaseline, Int8Isa::kAvx2, Int8Isa::kAvxVnni, Int8Isa::kAvx512Vnni}) {
+    if (detail::int8_isa_supported(isa)) isas.push_back(isa);
+  }
   return isas;
 }
 
 std::string type_name(GgmlType type) { return std::string(ggml_type_layout(type)->name); }
 
-const char* name_of(Int8Isa isa) { return isa == Int8Isa::kBaseline ? "baseline" : "avx512-vnni"; }
+const char* name_of(Int8Isa isa) { return detail::int8_isa_name(isa); }
 
 /// One block's codes by the documented rule, computed here: scale amax / 127, codes
 /// nearbyint(x · (127 / amax)) in float.
@@ -199,19 +202,17 @@ TEST_CASE("linear_int8: the error against the exact product is the activations' 
   }
 }
 
-TEST_CASE("linear_int8: the portable and VNNI paths give the same bits", "[model][int8_linear]") {
-  if (!detail::int8_isa_supported(Int8Isa::kAvx512Vnni)) {
-    WARN("skipped: this CPU has no AVX-512 VNNI");
-    return;
-  }
+TEST_CASE("linear_int8: every path gives the portable path's bits", "[model][int8_linear]") {
   for (GgmlType type : kInt8Types) {
     const Matrix m(type, 37, 1536, 77);
     const Int8LinearWeights packed(m.weights());
     const std::vector<float> x = random_activations(13 * 1536, 78);
-    const std::vector<float> a = run(Int8Isa::kBaseline, packed, x, 13);
-    const std::vector<float> b = run(Int8Isa::kAvx512Vnni, packed, x, 13);
-    INFO(type_name(type));
-    CHECK(same_bits(a.data(), b.data(), static_cast<std::int64_t>(a.size())));
+    const std::vector<float> ref = run(Int8Isa::kBaseline, packed, x, 13);
+    for (Int8Isa isa : int8_isas()) {
+      const std::vector<float> got = run(isa, packed, x, 13);
+      INFO(type_name(type) << " " << name_of(isa));
+      CHECK(same_bits(ref.data(), got.data(), static_cast<std::int64_t>(ref.size())));
+    }
   }
 }
 
@@ -283,9 +284,26 @@ TEST_CASE("linear_int8: empty shapes and bad arguments", "[model][int8_linear]")
 
 TEST_CASE("linear_int8: the path follows the CPU kernels' choice", "[model][int8_linear]") {
   const Int8Isa isa = detail::int8_linear_isa();
-  if (cpu_isa() == CpuIsa::kAvx512 && cpu_has_avx512_vnni()) {
-    CHECK(isa == Int8Isa::kAvx512Vnni);
-  } else {
-    CHECK(isa == Int8Isa::kBaseline);
+  CHECK(detail::int8_isa_supported(isa));
+  switch (cpu_isa()) {
+    case CpuIsa::kAvx512:
+      CHECK(isa == (cpu_has_avx512_vnni()
+                        ? Int8Isa::kAvx512Vnni
+                        : (cpu_has_avx_vnni() ? Int8Isa::kAvxVnni : Int8Isa::kAvx2)));
+      break;
+    case CpuIsa::kAvx2:
+      CHECK(isa == (cpu_has_avx_vnni() ? Int8Isa::kAvxVnni : Int8Isa::kAvx2));
+      break;
+    default:
+      CHECK(isa == Int8Isa::kBaseline);
+  }
+  for (Int8Isa other : {Int8Isa::kAvx2, Int8Isa::kAvxVnni, Int8Isa::kAvx512Vnni}) {
+    if (detail::int8_isa_supported(other)) continue;
+    const Matrix m(GgmlType::kQ4_1, 16, 32, 1);
+    const Int8LinearWeights packed(m.weights());
+    const std::vector<float> x(32, 1.0f);
+    std::vector<float> y(16);
+    CHECK(test::code_of([&] { detail::linear_int8_on(other, packed, x.data(), 1, y.data()); }) ==
+          ErrorCode::kUnsupported);
   }
 }

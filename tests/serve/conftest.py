@@ -80,10 +80,10 @@ def client(server):
                          timeout=120)
 
 
-def generate_json(prompt, max_tokens, chat=False, special=False):
+def generate_json(prompt, max_tokens, chat=False, special=False, activations="fp32"):
     """`generate --json`'s output for a greedy run of `prompt`."""
     args = [GENERATE_BIN, "--model", MODEL, "--prompt", prompt, "--max-tokens", str(max_tokens),
-            "--json"]
+            "--activations", activations, "--json"]
     if chat:
         args.append("--chat")
     if special:

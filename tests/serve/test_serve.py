@@ -458,6 +458,25 @@ def test_api_key_is_required_when_set():
         assert s.stop() == 0
 
 
+def test_int8_activations_over_the_wire():
+    """--activations int8: greedy output equals `generate --activations int8`, and 16 concurrent
+    requests each return what they return alone (the int8 products are batch-invariant too)."""
+    import openai
+    s = Server("--activations", "int8")
+    try:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="unused", max_retries=0, timeout=120)
+        ref = generate_json(PROMPTS[0], 16, activations="int8")
+        assert complete(c, PROMPTS[0], max_tokens=16).choices[0].text == ref["text"]
+        prompts = [PROMPTS[i % len(PROMPTS)] + f" ({i})" for i in range(16)]
+        alone = [complete(c, p, max_tokens=8).choices[0].text for p in prompts]
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            together = list(pool.map(lambda p: complete(c, p, max_tokens=8).choices[0].text,
+                                     prompts))
+        assert together == alone
+    finally:
+        assert s.stop() == 0
+
+
 def test_full_queue_is_429_with_retry_after():
     s = Server("--max-num-seqs", "1", "--max-queued-requests", "1")
     try:

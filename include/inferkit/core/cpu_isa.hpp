@@ -55,6 +55,7 @@ struct CpuFeatures {
   bool avx2 = false;         ///< AVX2, FMA, F16C, BMI1, BMI2, ymm state enabled
   bool avx512 = false;       ///< avx2 and AVX-512 F/BW/VL, zmm and opmask state enabled
   bool avx512_vnni = false;  ///< avx512 and AVX512-VNNI (int8 dot products: vpdpbusd)
+  bool avx_vnni = false;     ///< avx2 and AVX-VNNI (vpdpbusd on ymm)
 };
 
 inline CpuFeatures probe_cpu_features() noexcept {
@@ -76,6 +77,9 @@ inline CpuFeatures probe_cpu_features() noexcept {
   f.avx2 = ymm_state && avx2 && fma && f16c && bmi && bmi2;
   f.avx512 = f.avx2 && zmm_state && avx512f && avx512bw && avx512vl;
   f.avx512_vnni = f.avx512 && ((c7 >> 11) & 1u);
+  unsigned a71 = 0, b71 = 0, c71 = 0, d71 = 0;
+  if (__get_cpuid_count(7, 1, &a71, &b71, &c71, &d71) != 0)
+    f.avx_vnni = f.avx2 && ((a71 >> 4) & 1u);
 #endif
   return f;
 }
@@ -156,6 +160,12 @@ inline bool cpu_isa_supported(CpuIsa isa) noexcept {
 /// fastest path; CPUID probed once).
 inline bool cpu_has_avx512_vnni() noexcept {
   static const bool vnni = INFERKIT_CPU_DISPATCH && detail::probe_cpu_features().avx512_vnni;
+  return vnni;
+}
+
+/// Whether this build and CPU have AVX-VNNI (the same dot products on ymm; CPUID probed once).
+inline bool cpu_has_avx_vnni() noexcept {
+  static const bool vnni = INFERKIT_CPU_DISPATCH && detail::probe_cpu_features().avx_vnni;
   return vnni;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -86,6 +87,9 @@ struct EngineOptions {
   /// step runs on the limit.
   bool adaptive_threads = true;
   ThreadTunerOptions thread_tuner{};  ///< how the team is probed and switched
+  /// Time each phase of the forward pass (EngineStats::forward_phase_seconds): about 30 clock
+  /// reads a layer, for profiling; off by default.
+  bool time_forward_phases = false;
 };
 
 /// Counters of an engine since construction.
@@ -96,6 +100,8 @@ struct EngineStats {
   std::int64_t drafted_tokens = 0;   ///< draft tokens verified
   std::int64_t accepted_tokens = 0;  ///< of which accepted
   double forward_seconds = 0.0;      ///< wall time in LlamaModel::forward
+  /// forward_seconds by phase (LlamaPhase), when EngineOptions::time_forward_phases; else 0.
+  std::array<double, kLlamaPhaseCount> forward_phase_seconds{};
   double step_seconds = 0.0;         ///< wall time in step(), scheduling and sampling included
   std::int32_t step_threads = 0;     ///< OpenMP team of the last step (1 without OpenMP)
   std::int64_t thread_switches = 0;  ///< times adaptive_threads changed the team
@@ -164,6 +170,7 @@ class Engine {
     check_arg(!options.ngram_speculation || options.max_draft_tokens >= 1,
               ErrorCode::kInvalidArgument, "max_draft_tokens", options.max_draft_tokens,
               "must be >= 1 with ngram_speculation; limit", 1);
+    ws_.time_phases = options_.time_forward_phases;
     if (options_.prefix_cache) tree_ = std::make_unique<RadixTree>(*allocator_);
     SchedulerConfig c = options_.scheduler;
     if (c.max_model_len == 0) c.max_model_len = model.config().context_length;

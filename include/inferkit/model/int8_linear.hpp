@@ -7,9 +7,11 @@
 // the activations' rounding, at most half a code (amax/254) per input. The model's forward uses
 // this path when built with ActivationPrecision::kInt8; linear() stays the reference.
 //
-// Paths: AVX-512 VNNI (vpdpbusd: 64 multiply-adds an instruction) where the CPU has it and the
-// process's CPU path (core/cpu_isa.hpp, INFERKIT_CPU_ISA) is avx512; everywhere else a portable
-// scalar path that gives the same bits and is slow (a reference, not a fallback to choose).
+// Paths, all giving the same bits: AVX-512 VNNI (vpdpbusd: 64 multiply-adds an instruction) where
+// the CPU has it and the process's CPU path (core/cpu_isa.hpp, INFERKIT_CPU_ISA) is avx512; on
+// the avx2 path AVX-VNNI (vpdpbusd on ymm) where the CPU has it, else vpmaddubsw + vpmaddwd; on
+// the baseline path (and NEON, for now) a portable scalar one, slow: a reference, not a mode to
+// choose there.
 // Batch-invariant like linear(): a token's outputs are the same bits whatever the batch, its
 // other tokens and the thread count.
 // Threads: an Int8LinearWeights is immutable after construction; linear_int8 (OpenMP inside) may
@@ -23,6 +25,7 @@
 #include <inferkit/core/cpu_isa.hpp>
 #include <inferkit/core/detail/aligned_allocator.hpp>
 #include <inferkit/core/error.hpp>
+#include <inferkit/model/detail/int8_linear_avx2.hpp>
 #include <inferkit/model/detail/int8_linear_avx512.hpp>
 #include <inferkit/model/detail/int8_linear_portable.hpp>
 #include <inferkit/model/ggml_type.hpp>
@@ -120,19 +123,51 @@ namespace detail {
 /// A path of the int8-activation products.
 enum class Int8Isa : std::uint8_t {
   kBaseline,    ///< portable scalar C++ (same bits, slow)
+  kAvx2,        ///< AVX2 + FMA + F16C: vpmaddubsw + vpmaddwd
+  kAvxVnni,     ///< the AVX2 set + AVX-VNNI
   kAvx512Vnni,  ///< AVX-512 F/BW/VL + VNNI
 };
 
-/// Whether this build and CPU can run `isa`.
-inline bool int8_isa_supported(Int8Isa isa) noexcept {
-  return isa == Int8Isa::kBaseline || (cpu_isa_supported(CpuIsa::kAvx512) && cpu_has_avx512_vnni());
+/// The path's name in messages and test output.
+constexpr const char* int8_isa_name(Int8Isa isa) noexcept {
+  switch (isa) {
+    case Int8Isa::kAvx2:
+      return "avx2";
+    case Int8Isa::kAvxVnni:
+      return "avx-vnni";
+    case Int8Isa::kAvx512Vnni:
+      return "avx512-vnni";
+    case Int8Isa::kBaseline:
+      break;
+  }
+  return "baseline";
 }
 
-/// The process's path: VNNI when the CPU kernels' path (cpu_isa(): CPUID or INFERKIT_CPU_ISA) is
-/// avx512 and the CPU has VNNI, else the portable one. Throws what cpu_isa() throws.
+/// Whether this build and CPU can run `isa`.
+inline bool int8_isa_supported(Int8Isa isa) noexcept {
+  switch (isa) {
+    case Int8Isa::kAvx2:
+      return cpu_isa_supported(CpuIsa::kAvx2);
+    case Int8Isa::kAvxVnni:
+      return cpu_isa_supported(CpuIsa::kAvx2) && cpu_has_avx_vnni();
+    case Int8Isa::kAvx512Vnni:
+      return cpu_isa_supported(CpuIsa::kAvx512) && cpu_has_avx512_vnni();
+    case Int8Isa::kBaseline:
+      break;
+  }
+  return true;
+}
+
+/// The process's path, from the CPU kernels' path (cpu_isa(): CPUID or INFERKIT_CPU_ISA): on
+/// avx512, AVX-512 VNNI where the CPU has it; on avx512 without it, or avx2, AVX-VNNI where the
+/// CPU has it, else AVX2; on baseline and NEON the portable one. Throws what cpu_isa() throws.
 inline Int8Isa int8_linear_isa() {
-  return cpu_isa() == CpuIsa::kAvx512 && cpu_has_avx512_vnni() ? Int8Isa::kAvx512Vnni
-                                                               : Int8Isa::kBaseline;
+  const CpuIsa isa = cpu_isa();
+  if (isa == CpuIsa::kAvx512 && cpu_has_avx512_vnni()) return Int8Isa::kAvx512Vnni;
+  if (isa == CpuIsa::kAvx512 || isa == CpuIsa::kAvx2) {
+    return cpu_has_avx_vnni() ? Int8Isa::kAvxVnni : Int8Isa::kAvx2;
+  }
+  return Int8Isa::kBaseline;
 }
 
 /// linear_int8() on the path `isa` (the tests run both; linear_int8 takes the process's).
@@ -143,8 +178,8 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
   check_arg(y != nullptr, ErrorCode::kInvalidArgument, "y of tokens", n, "is null; rows", w.rows());
   check_arg(x != nullptr || w.cols() == 0, ErrorCode::kInvalidArgument, "x of tokens", n,
             "is null; cols", w.cols());
-  check_arg(isa == Int8Isa::kBaseline || int8_isa_supported(isa), ErrorCode::kUnsupported,
-            "int8 path", "avx512-vnni", "is not supported by this CPU or build;", "use baseline");
+  check_arg(int8_isa_supported(isa), ErrorCode::kUnsupported, "int8 path", int8_isa_name(isa),
+            "is not supported by this CPU or build; supported:", "baseline");
   const std::int64_t cols = w.cols();
   const std::int64_t blocks = cols / kInt8BlockValues;
   // One allocation for the codes and the per-block scales and sums; allocated here, not in the
@@ -196,6 +231,7 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
         continue;
       }
 #endif
+      // (AVX2 hosts quantize with the portable code: n x cols work beside n x rows x cols.)
       int8_baseline::quantize_token(x + t * cols, xa, t);
     }
 #if INFERKIT_HAS_OPENMP
@@ -207,6 +243,8 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
 #if INFERKIT_CPU_DISPATCH
       if (isa == Int8Isa::kAvx512Vnni) {
         int8_avx512::int8_rows(job, g0, g1);
+      } else if (isa == Int8Isa::kAvx2 || isa == Int8Isa::kAvxVnni) {
+        int8_avx2::int8_rows(job, g0, g1, isa == Int8Isa::kAvxVnni);
       } else {
         int8_baseline::int8_rows(job, g0, g1);
       }

@@ -9,6 +9,8 @@
 // from several threads at once, each with its own LlamaKVCache and LlamaWorkspace.
 #pragma once
 
+#include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <inferkit/attention/attention.hpp>
@@ -22,12 +24,39 @@
 #include <inferkit/plan/step_plan.hpp>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace inferkit {
 
 /// The KV storage the model's pages use: fp16, as llama.cpp's default KV type.
 using LlamaKVCache = PagedKVCache<float16>;
+
+/// The phases of a forward pass, for a breakdown of where a step's time goes.
+enum class LlamaPhase : std::uint8_t {
+  kEmbedding,       ///< token embedding lookups and the plan's block copies
+  kNorms,           ///< RMSNorms (two a layer, and the final one of the sampled rows)
+  kQkvProducts,     ///< the Q, K and V projections
+  kRope,            ///< rotary embeddings of q and k
+  kKvAppend,        ///< K/V written into the pages
+  kAttention,       ///< paged attention
+  kAttnOutProduct,  ///< the attention output projection
+  kMlpProducts,     ///< the gate, up and down projections
+  kActivation,      ///< SwiGLU
+  kResidual,        ///< the residual additions
+  kLogits,          ///< the output head of the sampled rows
+  kCount,
+};
+inline constexpr std::size_t kLlamaPhaseCount = static_cast<std::size_t>(LlamaPhase::kCount);
+
+/// A phase's name: "embedding", "norms", "qkv_products", ...
+constexpr std::string_view to_string(LlamaPhase phase) noexcept {
+  constexpr std::string_view kNames[] = {
+      "embedding",        "norms",        "qkv_products", "rope",     "kv_append", "attention",
+      "attn_out_product", "mlp_products", "activation",   "residual", "logits"};
+  const auto i = static_cast<std::size_t>(phase);
+  return i < kLlamaPhaseCount ? kNames[i] : "unknown";
+}
 
 /// Scratch buffers of one forward pass, reused across steps (sized to the largest step seen).
 struct LlamaWorkspace {
@@ -40,6 +69,10 @@ struct LlamaWorkspace {
   std::vector<float> gate;  ///< [tokens][ffn]
   std::vector<float> up;    ///< [tokens][ffn]
   std::vector<float> rows;  ///< [logit rows][hidden] final-normed rows that sample
+  /// When set, forward adds each phase's wall seconds to phase_seconds (indexed by LlamaPhase):
+  /// two clock reads a phase, about 30 a layer; off, nothing is timed.
+  bool time_phases = false;
+  std::array<double, kLlamaPhaseCount> phase_seconds{};
 };
 
 /// One transformer block's weights (views into the model file).
@@ -173,6 +206,16 @@ class LlamaModel {
     const std::int64_t hidden = c.hidden_size;
     const std::int64_t q_width = std::int64_t{c.num_q_heads} * c.head_dim;
     const std::int64_t kv_width = std::int64_t{c.num_kv_heads} * c.head_dim;
+    // Each lap adds the time since the previous one to its phase (when ws.time_phases).
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point last = ws.time_phases ? Clock::now() : Clock::time_point{};
+    const auto lap = [&](LlamaPhase phase) {
+      if (!ws.time_phases) return;
+      const Clock::time_point now = Clock::now();
+      ws.phase_seconds[static_cast<std::size_t>(phase)] +=
+          std::chrono::duration<double>(now - last).count();
+      last = now;
+    };
     resize(ws.x, n * hidden);
     resize(ws.h, n * hidden);
     resize(ws.q, n * q_width);
@@ -189,6 +232,7 @@ class LlamaModel {
                      ws.x.data() + i * hidden);
     }
     kv.copy_blocks(plan.block_copies);
+    lap(LlamaPhase::kEmbedding);
     const std::span<const std::int64_t> slots(plan.slot_mapping);
     static const LlamaLayerInt8Weights kNoInt8;
     for (std::int32_t l = 0; l < c.num_layers; ++l) {
@@ -196,14 +240,18 @@ class LlamaModel {
       const LlamaLayerInt8Weights& p =
           int8_layers_.empty() ? kNoInt8 : int8_layers_[static_cast<std::size_t>(l)];
       rms_norm(ws.x.data(), w.attn_norm, n, ws.h.data());
+      lap(LlamaPhase::kNorms);
       project(w.wq, p.wq, ws.h.data(), n, ws.q.data());
       project(w.wk, p.wk, ws.h.data(), n, ws.k.data());
       project(w.wv, p.wv, ws.h.data(), n, ws.v.data());
+      lap(LlamaPhase::kQkvProducts);
       rope(plan, ws.q.data(), c.num_q_heads);
       rope(plan, ws.k.data(), c.num_kv_heads);
+      lap(LlamaPhase::kRope);
       kv.append(l, slots,
                 std::span<const float>(ws.k.data(), static_cast<std::size_t>(n * kv_width)),
                 std::span<const float>(ws.v.data(), static_cast<std::size_t>(n * kv_width)));
+      lap(LlamaPhase::kKvAppend);
       PagedPrefillArgs<KV> a;
       a.q = ws.q.data();
       a.q_indptr = plan.q_indptr.data();
@@ -213,14 +261,22 @@ class LlamaModel {
       a.head_dim = c.head_dim;
       a.out = ws.attn.data();
       paged_prefill(cpu{}, a);
+      lap(LlamaPhase::kAttention);
       project(w.wo, p.wo, ws.attn.data(), n, ws.h.data());
+      lap(LlamaPhase::kAttnOutProduct);
       add(ws.x.data(), ws.h.data(), n * hidden);
+      lap(LlamaPhase::kResidual);
       rms_norm(ws.x.data(), w.ffn_norm, n, ws.h.data());
+      lap(LlamaPhase::kNorms);
       project(w.w_gate, p.w_gate, ws.h.data(), n, ws.gate.data());
       project(w.w_up, p.w_up, ws.h.data(), n, ws.up.data());
+      lap(LlamaPhase::kMlpProducts);
       swiglu(ws.gate.data(), ws.up.data(), n * c.ffn_size);
+      lap(LlamaPhase::kActivation);
       project(w.w_down, p.w_down, ws.gate.data(), n, ws.h.data());
+      lap(LlamaPhase::kMlpProducts);
       add(ws.x.data(), ws.h.data(), n * hidden);
+      lap(LlamaPhase::kResidual);
     }
     if (m == 0) return;
     resize(ws.rows, m * hidden);
@@ -228,7 +284,9 @@ class LlamaModel {
       const std::int64_t row = plan.logits_indices[static_cast<std::size_t>(r)];
       rms_norm(ws.x.data() + row * hidden, output_norm_, 1, ws.rows.data() + r * hidden);
     }
+    lap(LlamaPhase::kNorms);
     project(output_, int8_output_, ws.rows.data(), m, logits.data());
+    lap(LlamaPhase::kLogits);
   }
 
  private:

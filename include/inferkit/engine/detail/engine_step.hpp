@@ -67,6 +67,7 @@ inline bool Engine::step() {
   model_.forward(plan, kv_, ws_, logits_);
   stats_.forward_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
+  if (options_.time_forward_phases) stats_.forward_phase_seconds = ws_.phase_seconds;
   ++stats_.steps;
   // Each sampling sequence owns 1 + drafts consecutive logit rows, in plan order, and emits at
   // most that many tokens.
