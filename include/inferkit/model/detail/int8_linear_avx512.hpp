@@ -81,8 +81,19 @@ inline void group_tile(const Int8Job& job, std::int64_t g, std::int64_t t0) noex
   INFERKIT_UNROLL
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
   const __m512i low4 = _mm512_set1_epi8(0x0F);
+  // Decode-sized tiles stream the weights once: fetch the next group's block as this one is used
+  // (prefetches never fault; past the last group they are skipped).
+  const bool ahead = kTokens <= 2 && (g + 1) * kInt8GroupRows < job.rows;
+  const std::int64_t group_bytes = job.blocks * kQBytes;
   for (std::int64_t b = 0; b < job.blocks; ++b) {
     const std::uint8_t* qb = quants + b * kQBytes;
+    if (ahead) {
+      INFERKIT_UNROLL
+      for (std::int64_t line = 0; line < kQBytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(qb + group_bytes + line), _MM_HINT_T0);
+      }
+      _mm_prefetch(reinterpret_cast<const char*>(scales + (job.blocks + b) * kHalves), _MM_HINT_T0);
+    }
     __m512i w[8];
     if constexpr (kType == GgmlType::kQ8_0) {
       INFERKIT_UNROLL
