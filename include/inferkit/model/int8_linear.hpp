@@ -143,6 +143,8 @@ constexpr const char* int8_isa_name(Int8Isa isa) noexcept {
   return "baseline";
 }
 
+inline namespace INFERKIT_ISA_ABI {
+
 /// Whether this build and CPU can run `isa`.
 inline bool int8_isa_supported(Int8Isa isa) noexcept {
   switch (isa) {
@@ -255,7 +257,12 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
   }
 }
 
+}  // namespace INFERKIT_ISA_ABI
 }  // namespace detail
+
+// The entry points that run kernels live in the ISA namespace (core/config.hpp): TUs built with
+// other -m flags get their own copies.
+inline namespace INFERKIT_ISA_ABI {
 
 /// y[n][rows] = x[n][cols] · Wᵀ with the activations quantized to int8 per token and block of
 /// 32 inputs (x ≈ q · amax/127) and integer dot products against the repacked codes (token t at
@@ -267,5 +274,7 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
 inline void linear_int8(const Int8LinearWeights& w, const float* x, std::int64_t n, float* y) {
   detail::linear_int8_on(detail::int8_linear_isa(), w, x, n, y);
 }
+
+}  // namespace INFERKIT_ISA_ABI
 
 }  // namespace inferkit
