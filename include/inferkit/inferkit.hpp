@@ -40,6 +40,7 @@
 #include <inferkit/model/gguf.hpp>
 #include <inferkit/model/gguf_tensor_info.hpp>
 #include <inferkit/model/gguf_value.hpp>
+#include <inferkit/model/int8_linear.hpp>
 #include <inferkit/model/llama_config.hpp>
 #include <inferkit/model/llama_model.hpp>
 #include <inferkit/model/quantized_linear.hpp>

@@ -47,7 +47,8 @@ INFERKIT_FORCEINLINE __m256i broadcast4(const std::int8_t* p) noexcept {
 
 /// Rows 8h..8h+7 of group g x tokens t0..t0+kTokens-1.
 template <GgmlType kType, bool kVnni, int kTokens>
-inline void half_tile(const Int8Job& job, std::int64_t g, int h, std::int64_t t0) noexcept {
+inline void half_tile(const Int8Job& job, std::int64_t g, std::int64_t h,
+                      std::int64_t t0) noexcept {
   constexpr std::int64_t kQBytes = int8_quant_bytes(kType);
   constexpr std::int64_t kHalves = int8_scale_halves(kType);
   // The stored codes exceed the signed ones by this much; the maddubs Q8_0 path works on the
@@ -67,13 +68,13 @@ inline void half_tile(const Int8Job& job, std::int64_t g, int h, std::int64_t t0
     __m256i w[8];
     if constexpr (kType == GgmlType::kQ8_0) {
       INFERKIT_UNROLL
-      for (int j = 0; j < 8; ++j) {
+      for (std::int64_t j = 0; j < 8; ++j) {
         w[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(qb + 64 * j));
         if constexpr (!kVnni) w[j] = _mm256_xor_si256(w[j], sign_bit);  // the signed code
       }
     } else {
       INFERKIT_UNROLL
-      for (int j = 0; j < 4; ++j) {
+      for (std::int64_t j = 0; j < 4; ++j) {
         const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(qb + 64 * j));
         w[j] = _mm256_and_si256(raw, low4);
         w[j + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
@@ -96,7 +97,7 @@ inline void half_tile(const Int8Job& job, std::int64_t g, int h, std::int64_t t0
         __m256i lo = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w[0], broadcast4(xq));
         __m256i hi = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w[4], broadcast4(xq + 16));
         INFERKIT_UNROLL
-        for (int j = 1; j < 4; ++j) {
+        for (std::int64_t j = 1; j < 4; ++j) {
           lo = _mm256_dpbusd_avx_epi32(lo, w[j], broadcast4(xq + 4 * j));
           hi = _mm256_dpbusd_avx_epi32(hi, w[j + 4], broadcast4(xq + 16 + 4 * j));
         }
@@ -104,7 +105,7 @@ inline void half_tile(const Int8Job& job, std::int64_t g, int h, std::int64_t t0
       } else if constexpr (kType == GgmlType::kQ8_0) {
         dot = _mm256_setzero_si256();
         INFERKIT_UNROLL
-        for (int j = 0; j < 8; ++j) {
+        for (std::int64_t j = 0; j < 8; ++j) {
           const __m256i pairs = _mm256_maddubs_epi16(
               _mm256_abs_epi8(w[j]), _mm256_sign_epi8(broadcast4(xq + 4 * j), w[j]));
           dot = _mm256_add_epi32(dot, _mm256_madd_epi16(pairs, ones16));
@@ -112,7 +113,7 @@ inline void half_tile(const Int8Job& job, std::int64_t g, int h, std::int64_t t0
       } else {
         __m256i sum16 = _mm256_maddubs_epi16(w[0], broadcast4(xq));
         INFERKIT_UNROLL
-        for (int j = 1; j < 8; ++j) {
+        for (std::int64_t j = 1; j < 8; ++j) {
           sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(w[j], broadcast4(xq + 4 * j)));
         }
         dot = _mm256_madd_epi16(sum16, ones16);
@@ -146,7 +147,7 @@ inline void half_tile(const Int8Job& job, std::int64_t g, int h, std::int64_t t0
 template <GgmlType kType, bool kVnni>
 inline void int8_rows_of(const Int8Job& job, std::int64_t g0, std::int64_t g1) noexcept {
   for (std::int64_t g = g0; g < g1; ++g) {
-    for (int h = 0; h < 2; ++h) {
+    for (std::int64_t h = 0; h < 2; ++h) {
       if (g * kInt8GroupRows + 8 * h >= job.rows) break;
       std::int64_t t = 0;
       for (; t + kTileTokens <= job.n; t += kTileTokens) {

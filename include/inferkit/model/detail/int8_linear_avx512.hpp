@@ -97,10 +97,10 @@ inline void group_tile(const Int8Job& job, std::int64_t g, std::int64_t t0) noex
     __m512i w[8];
     if constexpr (kType == GgmlType::kQ8_0) {
       INFERKIT_UNROLL
-      for (int j = 0; j < 8; ++j) w[j] = _mm512_load_si512(qb + 64 * j);
+      for (std::int64_t j = 0; j < 8; ++j) w[j] = _mm512_load_si512(qb + 64 * j);
     } else {
       INFERKIT_UNROLL
-      for (int j = 0; j < 4; ++j) {
+      for (std::int64_t j = 0; j < 4; ++j) {
         const __m512i raw = _mm512_load_si512(qb + 64 * j);
         w[j] = _mm512_and_si512(raw, low4);
         w[j + 4] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
@@ -122,7 +122,7 @@ inline void group_tile(const Int8Job& job, std::int64_t g, std::int64_t t0) noex
       __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], broadcast4(xq));
       __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[4], broadcast4(xq + 16));
       INFERKIT_UNROLL
-      for (int j = 1; j < 4; ++j) {
+      for (std::int64_t j = 1; j < 4; ++j) {
         lo = _mm512_dpbusd_epi32(lo, w[j], broadcast4(xq + 4 * j));
         hi = _mm512_dpbusd_epi32(hi, w[j + 4], broadcast4(xq + 16 + 4 * j));
       }
