@@ -105,16 +105,21 @@ class Int8LinearWeights {
     }
   }
 
+  /// The weights' ggml type (Q4_0, Q4_1 or Q8_0).
   [[nodiscard]] GgmlType type() const noexcept { return type_; }
+  /// Output features.
   [[nodiscard]] std::int64_t rows() const noexcept { return rows_; }
+  /// Input features (a multiple of 32).
   [[nodiscard]] std::int64_t cols() const noexcept { return cols_; }
+  /// No rows or no columns (a default-constructed one: the model's "not repacked").
   [[nodiscard]] bool empty() const noexcept { return rows_ == 0 || cols_ == 0; }
   /// Bytes held (quants and scales).
   [[nodiscard]] std::size_t bytes() const noexcept {
     return quants_.size() + scales_.size() * sizeof(std::uint16_t);
   }
-  /// The repacked quants and fp16 scales (the layout of int8_linear_portable.hpp).
+  /// The repacked quants (the layout of model/detail/int8_linear_portable.hpp).
   [[nodiscard]] const std::uint8_t* quants() const noexcept { return quants_.data(); }
+  /// The fp16 block scales (d of a group's 16 rows, then m for Q4_1), as raw bits.
   [[nodiscard]] const std::uint16_t* scales() const noexcept { return scales_.data(); }
 };
 

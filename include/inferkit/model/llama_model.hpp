@@ -47,6 +47,7 @@ enum class LlamaPhase : std::uint8_t {
   kLogits,          ///< the output head of the sampled rows
   kCount,
 };
+/// The number of phases (the size of LlamaWorkspace::phase_seconds).
 inline constexpr std::size_t kLlamaPhaseCount = static_cast<std::size_t>(LlamaPhase::kCount);
 
 /// A phase's name: "embedding", "norms", "qkv_products", ...
@@ -72,7 +73,7 @@ struct LlamaWorkspace {
   /// When set, forward adds each phase's wall seconds to phase_seconds (indexed by LlamaPhase):
   /// two clock reads a phase, about 30 a layer; off, nothing is timed.
   bool time_phases = false;
-  std::array<double, kLlamaPhaseCount> phase_seconds{};
+  std::array<double, kLlamaPhaseCount> phase_seconds{};  ///< seconds by LlamaPhase, accumulated
 };
 
 /// One transformer block's weights (views into the model file).
@@ -91,7 +92,13 @@ struct LlamaLayerWeights {
 /// A layer's projections repacked for int8 activations (LlamaModelOptions::activations = kInt8;
 /// a matrix of a type without an int8 product stays empty and runs on linear()).
 struct LlamaLayerInt8Weights {
-  Int8LinearWeights wq, wk, wv, wo, w_gate, w_up, w_down;
+  Int8LinearWeights wq;      ///< LlamaLayerWeights::wq repacked
+  Int8LinearWeights wk;      ///< wk repacked
+  Int8LinearWeights wv;      ///< wv repacked
+  Int8LinearWeights wo;      ///< wo repacked
+  Int8LinearWeights w_gate;  ///< w_gate repacked
+  Int8LinearWeights w_up;    ///< w_up repacked
+  Int8LinearWeights w_down;  ///< w_down repacked
 };
 
 /// How a LlamaModel computes its products.
