@@ -407,6 +407,29 @@ def test_healthy_and_unchanged_after_hostile_input(server, client):
 # ---- load ---------------------------------------------------------------------------------------
 
 
+def test_64_streams_are_served_at_once(server, client):
+    """64 streaming clients at once (the fixture's --max-num-seqs 64): each gets its first chunk
+    while all 64 are open, and /metrics then counts 64 running requests, so neither the HTTP
+    worker pool nor anything else caps the batch below the scheduler's limit. Hanging up
+    cancels them all."""
+    def open_stream(i):
+        stream = complete(client, PROMPTS[i % len(PROMPTS)] + f" [{i}]", max_tokens=200,
+                          stream=True, extra_body={"ignore_eos": True})
+        return stream, next(iter(stream))
+
+    streams = []
+    try:
+        with concurrent.futures.ThreadPoolExecutor(64) as pool:
+            streams = list(pool.map(open_stream, range(64)))
+        _, v = metrics(server)
+        assert gauge(v, "num_requests_running") == 64
+    finally:
+        for stream, _ in streams:
+            stream.close()
+    _, v = settled_metrics(server, "num_requests_running", "kv_cache_pages_used")
+    assert gauge(v, "num_requests_running") == 0
+
+
 def test_soak_with_random_cancellations_leaves_nothing_held(server, client):
     rng = random.Random(5)
     stop_at = time.time() + 20

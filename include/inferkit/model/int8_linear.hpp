@@ -214,12 +214,9 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
   const bool parallel = groups > 1 && w.rows() * cols * n >= kLinearParallelMinMacs;
 #if INFERKIT_HAS_OPENMP
   const int max_threads = parallel ? omp_get_max_threads() : 1;
-#else
-  const int max_threads = 1;
-  (void)parallel;
-#endif
-#if INFERKIT_HAS_OPENMP
 #  pragma omp parallel num_threads(max_threads) if (parallel)
+#else
+  (void)parallel;  // serial build (INFERKIT_OPENMP=OFF): one thread whatever the size
 #endif
   {
 #if INFERKIT_HAS_OPENMP
