@@ -12,6 +12,13 @@
 #   scripts/reference-llamacpp.sh bench [ARGS]  prefill / decode / batched tokens/s at 2 and 1
 #                                               threads, under flock /tmp/inferkit-bench.lock
 #                                               (ARGS go to reference_llamacpp.py bench)
+#   scripts/reference-llamacpp.sh tools [N]     llama.cpp's own tools, llama-bench (pp512, tg128)
+#                                               and llama-batched-bench (64-token prompts, 128
+#                                               tokens, 1 and 32 sequences) at N threads (default
+#                                               2), built in the llama.cpp tree that
+#                                               scripts/bench-serve.sh builds for llama-server
+#                                               (the same vendored sources and flags), under the
+#                                               same lock
 #
 # The model: $INFERKIT_MODEL, else the last line printed by scripts/fetch-model.sh.
 # The venv: $INFERKIT_LLAMACPP_VENV (default: .venv-llamacpp beside the checkout, never inside
@@ -38,7 +45,7 @@ have_llamacpp() {
 sys.exit(llama_cpp.__version__ != '$LLAMA_CPP_PYTHON_VERSION')" 2>/dev/null
 }
 
-if ! have_llamacpp; then
+if [ "$mode" != tools ] && ! have_llamacpp; then
   echo "== building llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION into $venv (about 12 minutes)"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   log="$venv/build.log"
@@ -87,8 +94,25 @@ case "$mode" in
       echo "uptime after: $(uptime)"' _ "${py[@]}" bench --model "$model" --json-out "$out" "$@"
     echo "== wrote $out"
     ;;
+  tools)
+    llama_dir=${INFERKIT_LLAMA_SERVER_DIR:-$(dirname "$root")/.llamacpp-server}
+    [ -d "$llama_dir/build" ] ||
+      { echo "no $llama_dir/build: run scripts/bench-serve.sh once, which builds it" >&2; exit 2; }
+    echo "== building llama-bench and llama-batched-bench in $llama_dir/build"
+    nice -n 10 cmake --build "$llama_dir/build" --target llama-bench llama-batched-bench >/dev/null
+    threads=${1:-2}
+    bin=$llama_dir/build/bin
+    echo "== waiting for /tmp/inferkit-bench.lock"
+    # shellcheck disable=SC2016  # expanded by the inner bash
+    flock /tmp/inferkit-bench.lock bash -c '
+      echo "uptime before: $(uptime)"
+      "$1/llama-bench" -m "$2" -t "$3" -p 512 -n 128 -r 3
+      "$1/llama-batched-bench" -m "$2" -t "$3" -tb "$3" -c 16384 -b 2048 -ub 512 \
+        -npp 64 -ntg 128 -npl 1,32 2>&1 | grep -E "^\||^main"
+      echo "uptime after: $(uptime)"' _ "$bin" "$model" "$threads"
+    ;;
   *)
-    echo "usage: $0 [goldens|check|bench [ARGS]]" >&2
+    echo "usage: $0 [goldens|check|bench [ARGS]|tools [THREADS]]" >&2
     exit 2
     ;;
 esac
