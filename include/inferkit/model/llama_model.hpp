@@ -14,9 +14,12 @@
 #include <cmath>
 #include <cstdint>
 #include <inferkit/attention/attention.hpp>
+#include <inferkit/core/config.hpp>
+#include <inferkit/core/cpu_isa.hpp>
 #include <inferkit/core/error.hpp>
 #include <inferkit/core/float16.hpp>
 #include <inferkit/kv/paged_kv_cache.hpp>
+#include <inferkit/model/detail/swiglu.hpp>
 #include <inferkit/model/gguf.hpp>
 #include <inferkit/model/int8_linear.hpp>
 #include <inferkit/model/llama_config.hpp>
@@ -61,15 +64,17 @@ constexpr std::string_view to_string(LlamaPhase phase) noexcept {
 
 /// Scratch buffers of one forward pass, reused across steps (sized to the largest step seen).
 struct LlamaWorkspace {
-  std::vector<float> x;     ///< [tokens][hidden] residual stream
-  std::vector<float> h;     ///< [tokens][hidden] normed input of a sublayer
-  std::vector<float> q;     ///< [tokens][q_heads][head_dim]
-  std::vector<float> k;     ///< [tokens][kv_heads][head_dim]
-  std::vector<float> v;     ///< [tokens][kv_heads][head_dim]
-  std::vector<float> attn;  ///< [tokens][q_heads][head_dim]
-  std::vector<float> gate;  ///< [tokens][ffn]
-  std::vector<float> up;    ///< [tokens][ffn]
-  std::vector<float> rows;  ///< [logit rows][hidden] final-normed rows that sample
+  std::vector<float> x;         ///< [tokens][hidden] residual stream
+  std::vector<float> h;         ///< [tokens][hidden] normed input of a sublayer
+  std::vector<float> q;         ///< [tokens][q_heads][head_dim]
+  std::vector<float> k;         ///< [tokens][kv_heads][head_dim]
+  std::vector<float> v;         ///< [tokens][kv_heads][head_dim]
+  std::vector<float> attn;      ///< [tokens][q_heads][head_dim]
+  std::vector<float> gate;      ///< [tokens][ffn]
+  std::vector<float> up;        ///< [tokens][ffn]
+  std::vector<float> rows;      ///< [logit rows][hidden] final-normed rows that sample
+  std::vector<float> rope_cos;  ///< [tokens][head_dim / 2] cos(position * inv_freq), per step
+  std::vector<float> rope_sin;  ///< [tokens][head_dim / 2] sin(position * inv_freq), per step
   /// When set, forward adds each phase's wall seconds to phase_seconds (indexed by LlamaPhase):
   /// two clock reads a phase, about 30 a layer; off, nothing is timed.
   bool time_phases = false;
@@ -210,6 +215,7 @@ class LlamaModel {
                   t, "must be in [0, vocab) with vocab =", c.vocab_size);
       }
     }
+    const CpuIsa isa = cpu_isa();
     const std::int64_t hidden = c.hidden_size;
     const std::int64_t q_width = std::int64_t{c.num_q_heads} * c.head_dim;
     const std::int64_t kv_width = std::int64_t{c.num_kv_heads} * c.head_dim;
@@ -240,6 +246,8 @@ class LlamaModel {
     }
     kv.copy_blocks(plan.block_copies);
     lap(LlamaPhase::kEmbedding);
+    rope_angles(plan, ws);
+    lap(LlamaPhase::kRope);
     const std::span<const std::int64_t> slots(plan.slot_mapping);
     static const LlamaLayerInt8Weights kNoInt8;
     for (std::int32_t l = 0; l < c.num_layers; ++l) {
@@ -252,8 +260,8 @@ class LlamaModel {
       project(w.wk, p.wk, ws.h.data(), n, ws.k.data());
       project(w.wv, p.wv, ws.h.data(), n, ws.v.data());
       lap(LlamaPhase::kQkvProducts);
-      rope(plan, ws.q.data(), c.num_q_heads);
-      rope(plan, ws.k.data(), c.num_kv_heads);
+      rope(ws, n, ws.q.data(), c.num_q_heads);
+      rope(ws, n, ws.k.data(), c.num_kv_heads);
       lap(LlamaPhase::kRope);
       kv.append(l, slots,
                 std::span<const float>(ws.k.data(), static_cast<std::size_t>(n * kv_width)),
@@ -271,18 +279,18 @@ class LlamaModel {
       lap(LlamaPhase::kAttention);
       project(w.wo, p.wo, ws.attn.data(), n, ws.h.data());
       lap(LlamaPhase::kAttnOutProduct);
-      add(ws.x.data(), ws.h.data(), n * hidden);
+      add(ws.x.data(), ws.h.data(), n);
       lap(LlamaPhase::kResidual);
       rms_norm(ws.x.data(), w.ffn_norm, n, ws.h.data());
       lap(LlamaPhase::kNorms);
       project(w.w_gate, p.w_gate, ws.h.data(), n, ws.gate.data());
       project(w.w_up, p.w_up, ws.h.data(), n, ws.up.data());
       lap(LlamaPhase::kMlpProducts);
-      swiglu(ws.gate.data(), ws.up.data(), n * c.ffn_size);
+      swiglu(isa, ws.gate.data(), ws.up.data(), n, c.ffn_size);
       lap(LlamaPhase::kActivation);
       project(w.w_down, p.w_down, ws.gate.data(), n, ws.h.data());
       lap(LlamaPhase::kMlpProducts);
-      add(ws.x.data(), ws.h.data(), n * hidden);
+      add(ws.x.data(), ws.h.data(), n);
       lap(LlamaPhase::kResidual);
     }
     if (m == 0) return;
@@ -297,6 +305,10 @@ class LlamaModel {
   }
 
  private:
+  // Steps with fewer tokens run the per-token work (norms, RoPE, SwiGLU) on one thread: a
+  // token's share is about a microsecond, as much as waking the team for a parallel region.
+  static constexpr std::int64_t kElementwiseParallelTokens = 16;
+
   // The repacked copy of `w` when it has an int8 product, else an empty one.
   static Int8LinearWeights pack(const LinearWeights& w) {
     return int8_linear_supports(w.type) ? Int8LinearWeights(w) : Int8LinearWeights();
@@ -347,53 +359,101 @@ class LlamaModel {
     return reinterpret_cast<const float*>(data);
   }
 
-  // y[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, per token; the sum runs in double in a
-  // fixed order, so a token's result does not depend on the batch.
+  // Runs fn(t) for every token t in [0, n), across the OpenMP team when the step has at least
+  // `min_tokens` tokens (below that a parallel region costs more than the work). Each token's
+  // result comes from fn(t) alone, so it does not depend on the split: batch invariance holds.
+  template <class Fn>
+  static void for_each_token(std::int64_t n, std::int64_t min_tokens, const Fn& fn) noexcept {
+#if INFERKIT_HAS_OPENMP
+    if (n >= min_tokens) {  // (an `if` clause would still enter the runtime for one thread)
+#  pragma omp parallel for schedule(static)
+      for (std::int64_t t = 0; t < n; ++t) fn(t);
+      return;
+    }
+#else
+    (void)min_tokens;
+#endif
+    for (std::int64_t t = 0; t < n; ++t) fn(t);
+  }
+
+  // y[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, per token. The sum of squares runs in
+  // double, in 8 lanes and then across them in a fixed order: 8 independent chains (one chain
+  // waited on every add's latency), and a token's result does not depend on the batch.
   void rms_norm(const float* x, const float* weight, std::int64_t n, float* y) const {
     const std::int64_t d = config_.hidden_size;
-    for (std::int64_t t = 0; t < n; ++t) {
+    const double eps = config_.rms_eps;
+    for_each_token(n, kElementwiseParallelTokens, [&](std::int64_t t) {
       const float* xt = x + t * d;
+      constexpr std::int64_t kLanes = 8;
+      double lanes[kLanes] = {};
+      const std::int64_t full = d / kLanes * kLanes;
+      std::int64_t i = 0;
+      for (; i < full; i += kLanes) {
+        for (std::int64_t l = 0; l < kLanes; ++l) {
+          lanes[l] += static_cast<double>(xt[i + l]) * xt[i + l];
+        }
+      }
       double sum = 0.0;
-      for (std::int64_t i = 0; i < d; ++i) sum += static_cast<double>(xt[i]) * xt[i];
-      const auto scale =
-          static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(d) + config_.rms_eps));
+      for (const double lane : lanes) sum += lane;
+      for (; i < d; ++i) sum += static_cast<double>(xt[i]) * xt[i];
+      const auto scale = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(d) + eps));
       float* yt = y + t * d;
-      for (std::int64_t i = 0; i < d; ++i) yt[i] = xt[i] * scale * weight[i];
+      for (std::int64_t j = 0; j < d; ++j) yt[j] = xt[j] * scale * weight[j];
+    });
+  }
+
+  // The step's rotation angles, once per forward (every layer's q and k turn by the same
+  // ones): cos and sin of position * inv_freq[i], computed in double and rounded to float.
+  void rope_angles(const StepPlan& plan, LlamaWorkspace& ws) const {
+    const auto pairs = static_cast<std::int64_t>(inv_freq_.size());
+    const auto n = static_cast<std::int64_t>(plan.num_tokens());
+    resize(ws.rope_cos, n * pairs);
+    resize(ws.rope_sin, n * pairs);
+    for (std::int64_t t = 0; t < n; ++t) {
+      const double pos = plan.positions[static_cast<std::size_t>(t)];
+      for (std::int64_t i = 0; i < pairs; ++i) {
+        const double angle = pos * inv_freq_[static_cast<std::size_t>(i)];
+        ws.rope_cos[static_cast<std::size_t>(t * pairs + i)] = static_cast<float>(std::cos(angle));
+        ws.rope_sin[static_cast<std::size_t>(t * pairs + i)] = static_cast<float>(std::sin(angle));
+      }
     }
   }
 
   // RoPE in GGUF's llama layout (pairs of adjacent elements; the converter permuted Q and K so
   // this equals the reference implementation's rotate-half): element pair i of every head
-  // turns by position * inv_freq[i].
-  void rope(const StepPlan& plan, float* x, std::int32_t heads) const {
+  // turns by position * inv_freq[i], with the angles rope_angles stored.
+  void rope(const LlamaWorkspace& ws, std::int64_t n, float* x, std::int32_t heads) const {
     const std::int32_t hd = config_.head_dim;
-    for (std::int32_t t = 0; t < plan.num_tokens(); ++t) {
-      const double pos = plan.positions[static_cast<std::size_t>(t)];
-      for (std::size_t i = 0; i < inv_freq_.size(); ++i) {
-        const double angle = pos * inv_freq_[i];
-        const auto cs = static_cast<float>(std::cos(angle));
-        const auto sn = static_cast<float>(std::sin(angle));
-        for (std::int32_t h = 0; h < heads; ++h) {
-          float* p = x + (std::int64_t{t} * heads + h) * hd + 2 * static_cast<std::int64_t>(i);
-          const float a = p[0];
-          const float b = p[1];
-          p[0] = a * cs - b * sn;
-          p[1] = a * sn + b * cs;
+    const auto pairs = static_cast<std::int64_t>(inv_freq_.size());
+    for_each_token(n, kElementwiseParallelTokens, [&](std::int64_t t) {
+      const float* cos_t = ws.rope_cos.data() + t * pairs;
+      const float* sin_t = ws.rope_sin.data() + t * pairs;
+      for (std::int32_t h = 0; h < heads; ++h) {
+        float* p = x + (t * heads + h) * hd;
+        for (std::int64_t i = 0; i < pairs; ++i) {
+          const float a = p[2 * i];
+          const float b = p[2 * i + 1];
+          p[2 * i] = a * cos_t[i] - b * sin_t[i];
+          p[2 * i + 1] = a * sin_t[i] + b * cos_t[i];
         }
       }
-    }
+    });
   }
 
-  static void add(float* x, const float* y, std::int64_t n) noexcept {
-    for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
+  // x += y over the residual stream ([n][hidden]).
+  void add(float* x, const float* y, std::int64_t n) const noexcept {
+    const std::int64_t d = config_.hidden_size;
+    for_each_token(n, kElementwiseParallelTokens, [&](std::int64_t t) {
+      for (std::int64_t i = t * d; i < (t + 1) * d; ++i) x[i] += y[i];
+    });
   }
 
-  // gate = silu(gate) * up
-  static void swiglu(float* gate, const float* up, std::int64_t n) noexcept {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float g = gate[i];
-      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-    }
+  // gate = silu(gate) * up (model/detail/swiglu.hpp), per token row of `ffn` elements.
+  static void swiglu(CpuIsa isa, float* gate, const float* up, std::int64_t n,
+                     std::int64_t ffn) noexcept {
+    for_each_token(n, kElementwiseParallelTokens, [&](std::int64_t t) {
+      detail::silu_mul(isa, gate + t * ffn, up + t * ffn, ffn);
+    });
   }
 };
 
