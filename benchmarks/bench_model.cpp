@@ -700,6 +700,99 @@ void BM_Linear_Int8(benchmark::State& state) {
   state.SetLabel(std::string(ggml_type_layout(type)->name));
 }
 
+/// The AMX-INT8 peak of this host with every thread, in GOP/s: back-to-back tdpbssd on four
+/// independent 16 x 16 accumulator tiles from full 16 x 64-byte operand tiles (16,384
+/// multiply-adds each), no loads or stores in the loop. 0 where the process cannot run AMX.
+#if INFERKIT_CPU_DISPATCH && defined(__x86_64__)
+__attribute__((target("amx-tile,amx-int8"))) void amx_chains(std::int64_t steps) {
+  alignas(64) detail::int8_amx::TileConfig c;
+  for (int t = 0; t < 8; ++t) {
+    c.rows[t] = 16;
+    c.colsb[t] = 64;
+  }
+  alignas(64) static const std::int8_t kOperand[16 * 64] = {1, 2, 3};
+  __asm__ __volatile__("" ::: "memory");
+  _tile_loadconfig(&c);
+  _tile_loadd(4, kOperand, 64);
+  _tile_loadd(5, kOperand, 64);
+  _tile_loadd(6, kOperand, 64);
+  _tile_loadd(7, kOperand, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (std::int64_t s = 0; s < steps; ++s) {
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 4, 7);
+    _tile_dpbssd(2, 5, 6);
+    _tile_dpbssd(3, 5, 7);
+  }
+  alignas(64) std::int32_t out[16 * 16];
+  _tile_stored(0, out, 64);
+  benchmark::DoNotOptimize(out[0]);
+  _tile_release();
+}
+#endif
+double amx_peak_gops() {
+#if INFERKIT_CPU_DISPATCH && defined(__x86_64__)
+  if (!detail::int8_isa_supported(detail::Int8Isa::kAmxInt8)) return 0.0;
+  constexpr std::int64_t kSteps = std::int64_t{1} << 18;
+  double best = 0.0;
+  for (int trial = 0; trial < 3; ++trial) {
+    const auto t0 = Clock::now();
+#  if INFERKIT_HAS_OPENMP
+#    pragma omp parallel
+#  endif
+    amx_chains(kSteps);
+    const double ops = 2.0 * 16384.0 * 4.0 * static_cast<double>(kSteps) * num_threads();
+    best = std::max(best, ops / seconds_since(t0) * 1e-9);
+  }
+  return best;
+#else
+  return 0.0;
+#endif
+}
+
+/// The AMX-INT8 path of the int8-activation products against the AVX-512 VNNI path, timed
+/// alongside (`speedup_vs_vnni`; the same bits), and GOP/s as a fraction of the AMX peak measured
+/// in the same run (`ratio_vs_amx_peak`). Skipped where the process cannot run AMX.
+void BM_Linear_Amx(benchmark::State& state) {
+  if (!detail::int8_isa_supported(detail::Int8Isa::kAmxInt8)) {
+    state.SkipWithError("this CPU or OS runs no AMX-INT8 (or INFERKIT_AMX=off)");
+    return;
+  }
+  const auto type = static_cast<GgmlType>(state.range(0));
+  const std::int64_t rows = state.range(1), cols = state.range(2), n = state.range(3);
+  const std::vector<std::byte> m = random_matrix(type, rows, cols);
+  const Int8LinearWeights packed(LinearWeights{type, rows, cols, m.data()});
+  const std::vector<float> x = random_floats(n * cols, 6);
+  std::vector<float> y(static_cast<std::size_t>(n * rows));
+  PairedTimes times;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    detail::linear_int8_on(detail::Int8Isa::kAmxInt8, packed, x.data(), n, y.data());
+    benchmark::DoNotOptimize(y.data());
+    times.kernel.push_back(seconds_since(t0));
+    state.PauseTiming();
+    const auto t1 = Clock::now();
+    detail::linear_int8_on(detail::Int8Isa::kAvx512Vnni, packed, x.data(), n, y.data());
+    benchmark::DoNotOptimize(y.data());
+    times.baseline.push_back(seconds_since(t1));
+    state.ResumeTiming();
+  }
+  const double ops = 2.0 * static_cast<double>(rows * cols * n);
+  const double kernel_s = times.report(state, "speedup_vs_vnni");
+  const double gops = ops / kernel_s * 1e-9;
+  state.counters["GOP_per_s"] = gops;
+  static const double peak = amx_peak_gops();
+  if (peak > 0.0) {
+    state.counters["ratio_vs_amx_peak"] = gops / peak;
+    state.counters["amx_peak_GOP_per_s"] = peak;
+  }
+  state.counters["threads"] = num_threads();
+  state.SetLabel(std::string(ggml_type_layout(type)->name));
+}
+
 constexpr auto kQ4_1 = static_cast<std::int64_t>(GgmlType::kQ4_1);
 constexpr auto kQ8_0 = static_cast<std::int64_t>(GgmlType::kQ8_0);
 
@@ -728,6 +821,15 @@ BENCHMARK(BM_Linear_Int8)
     ->ArgsProduct({{kQ4_1}, {1536}, {576}, {1, 32, 512}})
     ->ArgsProduct({{kQ4_1}, {576}, {1536}, {1, 32, 512}})
     ->ArgsProduct({{kQ8_0}, {49152}, {576}, {1, 32}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.5)
+    ->UseRealTime();
+BENCHMARK(BM_Linear_Amx)
+    ->ArgNames({"type", "rows", "cols", "n"})
+    ->ArgsProduct({{kQ4_1}, {576}, {576}, {16, 32, 512}})
+    ->ArgsProduct({{kQ4_1}, {1536}, {576}, {32, 512}})
+    ->ArgsProduct({{kQ4_1}, {576}, {1536}, {32, 512}})
+    ->ArgsProduct({{kQ8_0}, {49152}, {576}, {32}})
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.5)
     ->UseRealTime();

@@ -26,8 +26,8 @@ constexpr GgmlType kInt8Types[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::k
 
 std::vector<Int8Isa> int8_isas() {
   std::vector<Int8Isa> isas;
-  for (Int8Isa isa :
-       {Int8Isa::kBaseline, Int8Isa::kAvx2, Int8Isa::kAvxVnni, Int8Isa::kAvx512Vnni}) {
+  for (Int8Isa isa : {Int8Isa::kBaseline, Int8Isa::kAvx2, Int8Isa::kAvxVnni, Int8Isa::kAvx512Vnni,
+                      Int8Isa::kAmxInt8}) {
     if (detail::int8_isa_supported(isa)) isas.push_back(isa);
   }
   return isas;
@@ -117,7 +117,7 @@ TEST_CASE("linear_int8: activation codes follow the rule on every path", "[model
       std::vector<std::int32_t> sum(3);
       detail::Int8ActivationsView a{q.data(), scale.data(), sum.data(), scaled_sum.data(), cols, 3};
 #if INFERKIT_CPU_DISPATCH
-      if (isa == Int8Isa::kAvx512Vnni) {
+      if (isa == Int8Isa::kAvx512Vnni || isa == Int8Isa::kAmxInt8) {
         detail::int8_avx512::quantize_token(x.data(), a, 0);
       } else {
         detail::int8_baseline::quantize_token(x.data(), a, 0);
@@ -156,7 +156,8 @@ TEST_CASE("linear_int8: every type, shape and path matches the double formula",
         const Int8LinearWeights packed(m.weights());
         CHECK(packed.rows() == rows);
         CHECK(packed.cols() == cols);
-        for (const std::int64_t n : {1, 2, 3, 5, 8, 9, 17}) {
+        // AMX takes 64+ tokens (fewer run on VNNI): 64 is four whole tiles, 70 pads a fifth.
+        for (const std::int64_t n : {1, 2, 3, 5, 8, 9, 17, 64, 70}) {
           const std::vector<float> x =
               random_activations(n * cols, 7 + static_cast<std::uint64_t>(n));
           for (Int8Isa isa : int8_isas()) {
@@ -206,10 +207,11 @@ TEST_CASE("linear_int8: every path gives the portable path's bits", "[model][int
   for (GgmlType type : kInt8Types) {
     const Matrix m(type, 37, 1536, 77);
     const Int8LinearWeights packed(m.weights());
-    const std::vector<float> x = random_activations(13 * 1536, 78);
-    const std::vector<float> ref = run(Int8Isa::kBaseline, packed, x, 13);
+    const std::int64_t n = 77;  // AMX: four whole tiles and a padded one
+    const std::vector<float> x = random_activations(n * 1536, 78);
+    const std::vector<float> ref = run(Int8Isa::kBaseline, packed, x, n);
     for (Int8Isa isa : int8_isas()) {
-      const std::vector<float> got = run(isa, packed, x, 13);
+      const std::vector<float> got = run(isa, packed, x, n);
       INFO(type_name(type) << " " << name_of(isa));
       CHECK(same_bits(ref.data(), got.data(), static_cast<std::int64_t>(ref.size())));
     }
@@ -218,7 +220,7 @@ TEST_CASE("linear_int8: every path gives the portable path's bits", "[model][int
 
 TEST_CASE("linear_int8: batch-invariant across n, batch content and threads",
           "[model][int8_linear]") {
-  const std::int64_t rows = 200, cols = 576, big = 37;
+  const std::int64_t rows = 200, cols = 576, big = 70;  // 70: the AMX path, alone VNNI
   for (GgmlType type : kInt8Types) {
     const Matrix m(type, rows, cols, 31);
     const Int8LinearWeights packed(m.weights());
@@ -288,7 +290,7 @@ TEST_CASE("linear_int8: the path follows the CPU kernels' choice", "[model][int8
   switch (cpu_isa()) {
     case CpuIsa::kAvx512:
       CHECK(isa == (cpu_has_avx512_vnni()
-                        ? Int8Isa::kAvx512Vnni
+                        ? (cpu_has_amx_int8() ? Int8Isa::kAmxInt8 : Int8Isa::kAvx512Vnni)
                         : (cpu_has_avx_vnni() ? Int8Isa::kAvxVnni : Int8Isa::kAvx2)));
       break;
     case CpuIsa::kAvx2:
@@ -297,7 +299,8 @@ TEST_CASE("linear_int8: the path follows the CPU kernels' choice", "[model][int8
     default:
       CHECK(isa == Int8Isa::kBaseline);
   }
-  for (Int8Isa other : {Int8Isa::kAvx2, Int8Isa::kAvxVnni, Int8Isa::kAvx512Vnni}) {
+  for (Int8Isa other :
+       {Int8Isa::kAvx2, Int8Isa::kAvxVnni, Int8Isa::kAvx512Vnni, Int8Isa::kAmxInt8}) {
     if (detail::int8_isa_supported(other)) continue;
     const Matrix m(GgmlType::kQ4_1, 16, 32, 1);
     const Int8LinearWeights packed(m.weights());

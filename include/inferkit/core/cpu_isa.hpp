@@ -19,6 +19,10 @@
 
 #if INFERKIT_CPU_DISPATCH
 #  include <cpuid.h>
+#  if defined(__linux__)
+#    include <sys/syscall.h>
+#    include <unistd.h>
+#  endif
 #endif
 
 namespace inferkit {
@@ -56,6 +60,7 @@ struct CpuFeatures {
   bool avx512 = false;       ///< avx2 and AVX-512 F/BW/VL, zmm and opmask state enabled
   bool avx512_vnni = false;  ///< avx512 and AVX512-VNNI (int8 dot products: vpdpbusd)
   bool avx_vnni = false;     ///< avx2 and AVX-VNNI (vpdpbusd on ymm)
+  bool amx_int8 = false;     ///< avx512_vnni, AMX-TILE and AMX-INT8, tile state enabled in XCR0
 };
 
 inline CpuFeatures probe_cpu_features() noexcept {
@@ -80,6 +85,8 @@ inline CpuFeatures probe_cpu_features() noexcept {
   unsigned a71 = 0, b71 = 0, c71 = 0, d71 = 0;
   if (__get_cpuid_count(7, 1, &a71, &b71, &c71, &d71) != 0)
     f.avx_vnni = f.avx2 && ((a71 >> 4) & 1u);
+  const bool tile_state = (xcr0 & 0x60000u) == 0x60000u;  // XTILECFG + XTILEDATA
+  f.amx_int8 = f.avx512_vnni && tile_state && ((d7 >> 24) & 1u) && ((d7 >> 25) & 1u);
 #endif
   return f;
 }
@@ -167,6 +174,28 @@ inline bool cpu_has_avx512_vnni() noexcept {
 inline bool cpu_has_avx_vnni() noexcept {
   static const bool vnni = INFERKIT_CPU_DISPATCH && detail::probe_cpu_features().avx_vnni;
   return vnni;
+}
+
+/// Whether this process may run AMX-INT8 tile instructions (the int8 products' batched path):
+/// the CPU has them, the OS keeps their state, and Linux granted the tile data permission
+/// (arch_prctl ARCH_REQ_XCOMP_PERM, requested once, on first call; without it the first tile
+/// instruction would kill the process). False elsewhere, and when INFERKIT_AMX is "off" or "0".
+inline bool cpu_has_amx_int8() noexcept {
+  static const bool amx = [] {
+#if INFERKIT_CPU_DISPATCH && defined(__linux__)
+    if (!detail::probe_cpu_features().amx_int8) return false;
+    const char* env = std::getenv("INFERKIT_AMX");  // NOLINT(concurrency-mt-unsafe): read once
+    if (env != nullptr && (std::string_view(env) == "off" || std::string_view(env) == "0")) {
+      return false;
+    }
+    constexpr long kArchReqXcompPerm = 0x1023;  // asm/prctl.h
+    constexpr long kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+  }();
+  return amx;
 }
 
 /// The path every CPU kernel takes in this process: INFERKIT_CPU_ISA (avx512, avx2, neon,

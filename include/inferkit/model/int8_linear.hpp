@@ -25,6 +25,7 @@
 #include <inferkit/core/cpu_isa.hpp>
 #include <inferkit/core/detail/aligned_allocator.hpp>
 #include <inferkit/core/error.hpp>
+#include <inferkit/model/detail/int8_linear_amx.hpp>
 #include <inferkit/model/detail/int8_linear_avx2.hpp>
 #include <inferkit/model/detail/int8_linear_avx512.hpp>
 #include <inferkit/model/detail/int8_linear_portable.hpp>
@@ -131,6 +132,7 @@ enum class Int8Isa : std::uint8_t {
   kAvx2,        ///< AVX2 + FMA + F16C: vpmaddubsw + vpmaddwd
   kAvxVnni,     ///< the AVX2 set + AVX-VNNI
   kAvx512Vnni,  ///< AVX-512 F/BW/VL + VNNI
+  kAmxInt8,     ///< the AVX-512 VNNI set + AMX-INT8 tiles (batches of 16+ tokens; fewer: VNNI)
 };
 
 /// The path's name in messages and test output.
@@ -142,6 +144,8 @@ constexpr const char* int8_isa_name(Int8Isa isa) noexcept {
       return "avx-vnni";
     case Int8Isa::kAvx512Vnni:
       return "avx512-vnni";
+    case Int8Isa::kAmxInt8:
+      return "amx-int8";
     case Int8Isa::kBaseline:
       break;
   }
@@ -159,6 +163,9 @@ inline bool int8_isa_supported(Int8Isa isa) noexcept {
       return cpu_isa_supported(CpuIsa::kAvx2) && cpu_has_avx_vnni();
     case Int8Isa::kAvx512Vnni:
       return cpu_isa_supported(CpuIsa::kAvx512) && cpu_has_avx512_vnni();
+    case Int8Isa::kAmxInt8:
+      return INFERKIT_HAS_AMX_KERNEL && cpu_isa_supported(CpuIsa::kAvx512) &&
+             cpu_has_avx512_vnni() && cpu_has_amx_int8();
     case Int8Isa::kBaseline:
       break;
   }
@@ -166,11 +173,15 @@ inline bool int8_isa_supported(Int8Isa isa) noexcept {
 }
 
 /// The process's path, from the CPU kernels' path (cpu_isa(): CPUID or INFERKIT_CPU_ISA): on
-/// avx512, AVX-512 VNNI where the CPU has it; on avx512 without it, or avx2, AVX-VNNI where the
-/// CPU has it, else AVX2; on baseline and NEON the portable one. Throws what cpu_isa() throws.
+/// avx512, AMX-INT8 where the CPU and the OS allow it (cpu_has_amx_int8(); INFERKIT_AMX=off
+/// declines it), else AVX-512 VNNI where the CPU has it; on avx512 without it, or avx2, AVX-VNNI
+/// where the CPU has it, else AVX2; on baseline and NEON the portable one. Throws what cpu_isa()
+/// throws.
 inline Int8Isa int8_linear_isa() {
   const CpuIsa isa = cpu_isa();
-  if (isa == CpuIsa::kAvx512 && cpu_has_avx512_vnni()) return Int8Isa::kAvx512Vnni;
+  if (isa == CpuIsa::kAvx512 && cpu_has_avx512_vnni()) {
+    return int8_isa_supported(Int8Isa::kAmxInt8) ? Int8Isa::kAmxInt8 : Int8Isa::kAvx512Vnni;
+  }
   if (isa == CpuIsa::kAvx512 || isa == CpuIsa::kAvx2) {
     return cpu_has_avx_vnni() ? Int8Isa::kAvxVnni : Int8Isa::kAvx2;
   }
@@ -187,18 +198,43 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
             "is null; cols", w.cols());
   check_arg(int8_isa_supported(isa), ErrorCode::kUnsupported, "int8 path", int8_isa_name(isa),
             "is not supported by this CPU or build; supported:", "baseline");
+  // AMX pays from two tiles of tokens on: smaller batches take the VNNI path.
+  if (isa == Int8Isa::kAmxInt8 && n < kAmxMinTokens) isa = Int8Isa::kAvx512Vnni;
+  const bool amx = isa == Int8Isa::kAmxInt8;
   const std::int64_t cols = w.cols();
   const std::int64_t blocks = cols / kInt8BlockValues;
-  // One allocation for the codes and the per-block scales and sums; allocated here, not in the
-  // parallel region, where bad_alloc could not propagate.
-  const std::int64_t code_bytes = (n * cols + 63) / 64 * 64;
+  // AMX reads whole tiles: the activations are padded to a multiple of 16 tokens (zeros).
+  const std::int64_t padded_n =
+      amx ? (n + kAmxTileTokens - 1) / kAmxTileTokens * kAmxTileTokens : n;
+  // One allocation for the codes and the per-block scales and sums (and, for AMX, each thread's
+  // weight tiles of one group); allocated here, not in the parallel region, where bad_alloc
+  // could not propagate.
+  const std::int64_t code_bytes = (padded_n * cols + 63) / 64 * 64;
+  const std::int64_t scale_bytes = (12 * padded_n * blocks + 63) / 64 * 64;
+#if INFERKIT_HAS_OPENMP
+  const int team = omp_get_max_threads();
+#else
+  const int team = 1;
+#endif
+  const std::int64_t tile_bytes = amx ? team * blocks * kAmxWeightTileBytes : 0;
   const std::unique_ptr<std::byte[]> buffer(
-      new std::byte[static_cast<std::size_t>(code_bytes + 12 * n * blocks)]);
+      new std::byte[static_cast<std::size_t>(64 + code_bytes + scale_bytes + tile_bytes)]);
+  std::byte* base = buffer.get() + (64 - reinterpret_cast<std::uintptr_t>(buffer.get()) % 64);
   Int8ActivationsView xa;
-  xa.q = reinterpret_cast<std::int8_t*>(buffer.get());
-  xa.scale = reinterpret_cast<float*>(buffer.get() + code_bytes);
-  xa.sum = reinterpret_cast<std::int32_t*>(xa.scale + n * blocks);
-  xa.scaled_sum = reinterpret_cast<float*>(xa.sum + n * blocks);
+  xa.q = reinterpret_cast<std::int8_t*>(base);
+  xa.scale = reinterpret_cast<float*>(base + code_bytes);
+  xa.sum = reinterpret_cast<std::int32_t*>(xa.scale + padded_n * blocks);
+  xa.scaled_sum = reinterpret_cast<float*>(xa.sum + padded_n * blocks);
+  std::uint8_t* tiles = reinterpret_cast<std::uint8_t*>(base + code_bytes + scale_bytes);
+  (void)tiles;         // (unused where the build has no AMX kernel)
+  if (padded_n > n) {  // the padding tokens: zero codes and scales, outputs never written
+    std::memset(xa.q + n * cols, 0, static_cast<std::size_t>((padded_n - n) * cols));
+    for (std::int64_t i = n * blocks; i < padded_n * blocks; ++i) {
+      xa.scale[i] = 0.0f;
+      xa.sum[i] = 0;
+      xa.scaled_sum[i] = 0.0f;
+    }
+  }
   xa.cols = cols;
   xa.blocks = blocks;
   Int8Job job;
@@ -230,7 +266,7 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
     // all of them.
     for (std::int64_t t = n * id / threads; t < n * (id + 1) / threads; ++t) {
 #if INFERKIT_CPU_DISPATCH
-      if (isa == Int8Isa::kAvx512Vnni) {
+      if (isa == Int8Isa::kAvx512Vnni || amx) {
         int8_avx512::quantize_token(x + t * cols, xa, t);
         continue;
       }
@@ -244,8 +280,13 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
     const std::int64_t g0 = groups * id / threads;
     const std::int64_t g1 = groups * (id + 1) / threads;
     if (g0 < g1) {
+#if INFERKIT_HAS_AMX_KERNEL
+      if (amx) {
+        int8_amx::int8_rows(job, g0, g1, tiles + id * blocks * kAmxWeightTileBytes);
+      } else
+#endif
 #if INFERKIT_CPU_DISPATCH
-      if (isa == Int8Isa::kAvx512Vnni) {
+          if (isa == Int8Isa::kAvx512Vnni) {
         int8_avx512::int8_rows(job, g0, g1);
       } else if (isa == Int8Isa::kAvx2 || isa == Int8Isa::kAvxVnni) {
         int8_avx2::int8_rows(job, g0, g1, isa == Int8Isa::kAvxVnni);
