@@ -225,7 +225,7 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
   xa.scale = reinterpret_cast<float*>(base + code_bytes);
   xa.sum = reinterpret_cast<std::int32_t*>(xa.scale + padded_n * blocks);
   xa.scaled_sum = reinterpret_cast<float*>(xa.sum + padded_n * blocks);
-  std::uint8_t* tiles = reinterpret_cast<std::uint8_t*>(base + code_bytes + scale_bytes);
+  auto* tiles = reinterpret_cast<std::uint8_t*>(base + code_bytes + scale_bytes);
   (void)tiles;         // (unused where the build has no AMX kernel)
   if (padded_n > n) {  // the padding tokens: zero codes and scales, outputs never written
     std::memset(xa.q + n * cols, 0, static_cast<std::size_t>((padded_n - n) * cols));

@@ -104,12 +104,12 @@ inline void weight_tiles(const std::uint8_t* quants, std::int64_t blocks,
     std::uint8_t* o = out + b * kAmxWeightTileBytes;
     if constexpr (kType == GgmlType::kQ8_0) {
       const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-      for (int j = 0; j < 8; ++j) {
+      for (std::int64_t j = 0; j < 8; ++j) {
         _mm512_store_si512(o + 64 * j, _mm512_xor_si512(_mm512_load_si512(q + 64 * j), flip));
       }
     } else {
       const __m512i low = _mm512_set1_epi8(0x0F);
-      for (int j = 0; j < 4; ++j) {
+      for (std::int64_t j = 0; j < 4; ++j) {
         const __m512i v = _mm512_load_si512(q + 64 * j);
         _mm512_store_si512(o + 64 * j, _mm512_and_si512(v, low));
         _mm512_store_si512(o + 64 * (4 + j), _mm512_and_si512(_mm512_srli_epi16(v, 4), low));
@@ -129,7 +129,7 @@ INFERKIT_FORCEINLINE void scale_block(const Int8Job& job, const std::int32_t* c,
   if constexpr (kType == GgmlType::kQ4_1) {
     m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 16)));
   }
-  for (int t = 0; t < 16; ++t) {
+  for (std::int64_t t = 0; t < 16; ++t) {
     const std::int64_t xb = (t0 + t) * job.blocks + b;
     __m512i dot = _mm512_load_si512(c + 16 * t);
     if constexpr (kType == GgmlType::kQ4_0) {
