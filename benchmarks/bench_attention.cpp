@@ -65,6 +65,7 @@ using namespace inferkit;
 using bench::Clock;
 using bench::HugeBuffer;
 using bench::num_threads;
+using bench::peak_rate;
 using bench::seconds_since;
 
 constexpr std::int32_t kQoHeads = 32;
@@ -244,20 +245,9 @@ double fma_peak_per_second() {
   static const double peak = [] {
 #if INFERKIT_ARCH_X86
     if (!cpu_isa_supported(CpuIsa::kAvx512)) return 0.0;
-    double best = 0.0;
     constexpr std::int64_t kIters = 10'000'000;
-    for (int rep = 0; rep < 3; ++rep) {
-      const auto t0 = Clock::now();
-      float sink = 0.0f;
-#  if INFERKIT_HAS_OPENMP
-#    pragma omp parallel reduction(+ : sink)
-#  endif
-      sink += fma_chains_avx512(kIters);
-      benchmark::DoNotOptimize(sink);
-      best = std::max(
-          best, static_cast<double>(kIters) * 16.0 * 16.0 * num_threads() / seconds_since(t0));
-    }
-    return best;
+    return peak_rate(static_cast<double>(kIters) * 16.0 * 16.0,
+                     [] { return fma_chains_avx512(kIters); });
 #else
     return 0.0;
 #endif
@@ -273,20 +263,9 @@ double fma_bound_per_second() {
 #if INFERKIT_ARCH_X86
     if (cpu_isa() == CpuIsa::kAvx512) return fma_peak_per_second();
     if (cpu_isa() != CpuIsa::kAvx2) return 0.0;
-    double best = 0.0;
     constexpr std::int64_t kIters = 10'000'000;
-    for (int rep = 0; rep < 3; ++rep) {
-      const auto t0 = Clock::now();
-      float sink = 0.0f;
-#  if INFERKIT_HAS_OPENMP
-#    pragma omp parallel reduction(+ : sink)
-#  endif
-      sink += fma_chains_avx2(kIters);
-      benchmark::DoNotOptimize(sink);
-      best = std::max(best,
-                      static_cast<double>(kIters) * 12.0 * 8.0 * num_threads() / seconds_since(t0));
-    }
-    return best;
+    return peak_rate(static_cast<double>(kIters) * 12.0 * 8.0,
+                     [] { return fma_chains_avx2(kIters); });
 #else
     return 0.0;
 #endif

@@ -59,6 +59,7 @@ using namespace inferkit;
 using bench::Clock;
 using bench::HugeBuffer;
 using bench::num_threads;
+using bench::peak_rate;
 using bench::seconds_since;
 
 /// Sums 64-byte vectors [v0, v1) at p as floats, 4 independent accumulators: the streaming-read
@@ -645,22 +646,41 @@ double vnni_peak_gops() {
 #if INFERKIT_CPU_DISPATCH
   if (!cpu_has_avx512_vnni()) return 0.0;
   constexpr std::int64_t kSteps = std::int64_t{1} << 22;
-  double best = 0.0;
-  for (int trial = 0; trial < 3; ++trial) {
-    const auto t0 = Clock::now();
-    std::int64_t sink = 0;
-#  if INFERKIT_HAS_OPENMP
-#    pragma omp parallel reduction(+ : sink)
-#  endif
-    sink += vnni_chains(kSteps);
-    benchmark::DoNotOptimize(sink);
-    const double ops = 2.0 * 64.0 * 12.0 * static_cast<double>(kSteps) * num_threads();
-    best = std::max(best, ops / seconds_since(t0) * 1e-9);
-  }
-  return best;
+  return peak_rate(2.0 * 64.0 * 12.0 * static_cast<double>(kSteps),
+                   [] { return vnni_chains(kSteps); }) *
+         1e-9;
 #else
   return 0.0;
 #endif
+}
+
+/// Products of n tokens by a rows x cols matrix: `kernel()` and `baseline()` timed in alternate
+/// iterations, reported as the kernel's GOP/s, its speedup over the baseline (`speedup_name`)
+/// and, when `peak_gops` > 0, its share of that same-run peak (`ratio_vs_<unit>_peak`).
+template <class Kernel, class Baseline>
+void time_products(benchmark::State& state, GgmlType type, std::int64_t rows, std::int64_t cols,
+                   std::int64_t n, const Kernel& kernel, const Baseline& baseline,
+                   const std::string& speedup_name, const std::string& unit, double peak_gops) {
+  PairedTimes times;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    kernel();
+    times.kernel.push_back(seconds_since(t0));
+    state.PauseTiming();
+    const auto t1 = Clock::now();
+    baseline();
+    times.baseline.push_back(seconds_since(t1));
+    state.ResumeTiming();
+  }
+  const double ops = 2.0 * static_cast<double>(rows * cols * n);
+  const double gops = ops / times.report(state, speedup_name) * 1e-9;
+  state.counters["GOP_per_s"] = gops;
+  if (peak_gops > 0.0) {
+    state.counters["ratio_vs_" + unit + "_peak"] = gops / peak_gops;
+    state.counters[unit + "_peak_GOP_per_s"] = peak_gops;
+  }
+  state.counters["threads"] = num_threads();
+  state.SetLabel(std::string(ggml_type_layout(type)->name));
 }
 
 /// Batched int8-activation products (model/int8_linear.hpp) against the fp32-activation linear()
@@ -674,37 +694,25 @@ void BM_Linear_Int8(benchmark::State& state) {
   const Int8LinearWeights packed(w);
   const std::vector<float> x = random_floats(n * cols, 6);
   std::vector<float> y(static_cast<std::size_t>(n * rows));
-  PairedTimes times;
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
-    linear_int8(packed, x.data(), n, y.data());
-    benchmark::DoNotOptimize(y.data());
-    times.kernel.push_back(seconds_since(t0));
-    state.PauseTiming();
-    const auto t1 = Clock::now();
-    linear(w, x.data(), n, y.data());
-    benchmark::DoNotOptimize(y.data());
-    times.baseline.push_back(seconds_since(t1));
-    state.ResumeTiming();
-  }
-  const double ops = 2.0 * static_cast<double>(rows * cols * n);
-  const double kernel_s = times.report(state, "speedup_vs_fp32");
-  const double gops = ops / kernel_s * 1e-9;
-  state.counters["GOP_per_s"] = gops;
   static const double peak = vnni_peak_gops();
-  if (peak > 0.0) {
-    state.counters["ratio_vs_vnni_peak"] = gops / peak;
-    state.counters["vnni_peak_GOP_per_s"] = peak;
-  }
-  state.counters["threads"] = num_threads();
-  state.SetLabel(std::string(ggml_type_layout(type)->name));
+  time_products(
+      state, type, rows, cols, n,
+      [&] {
+        linear_int8(packed, x.data(), n, y.data());
+        benchmark::DoNotOptimize(y.data());
+      },
+      [&] {
+        linear(w, x.data(), n, y.data());
+        benchmark::DoNotOptimize(y.data());
+      },
+      "speedup_vs_fp32", "vnni", peak);
 }
 
 /// The AMX-INT8 peak of this host with every thread, in GOP/s: back-to-back tdpbssd on four
 /// independent 16 x 16 accumulator tiles from full 16 x 64-byte operand tiles (16,384
 /// multiply-adds each), no loads or stores in the loop. 0 where the process cannot run AMX.
 #if INFERKIT_CPU_DISPATCH && defined(__x86_64__)
-__attribute__((target("amx-tile,amx-int8"))) void amx_chains(std::int64_t steps) {
+__attribute__((target("amx-tile,amx-int8"))) std::int32_t amx_chains(std::int64_t steps) {
   alignas(64) detail::int8_amx::TileConfig c;
   for (int t = 0; t < 8; ++t) {
     c.rows[t] = 16;
@@ -729,25 +737,17 @@ __attribute__((target("amx-tile,amx-int8"))) void amx_chains(std::int64_t steps)
   }
   alignas(64) std::int32_t out[16 * 16];
   _tile_stored(0, out, 64);
-  benchmark::DoNotOptimize(out[0]);
   _tile_release();
+  return out[0];
 }
 #endif
 double amx_peak_gops() {
 #if INFERKIT_CPU_DISPATCH && defined(__x86_64__)
   if (!detail::int8_isa_supported(detail::Int8Isa::kAmxInt8)) return 0.0;
   constexpr std::int64_t kSteps = std::int64_t{1} << 18;
-  double best = 0.0;
-  for (int trial = 0; trial < 3; ++trial) {
-    const auto t0 = Clock::now();
-#  if INFERKIT_HAS_OPENMP
-#    pragma omp parallel
-#  endif
-    amx_chains(kSteps);
-    const double ops = 2.0 * 16384.0 * 4.0 * static_cast<double>(kSteps) * num_threads();
-    best = std::max(best, ops / seconds_since(t0) * 1e-9);
-  }
-  return best;
+  return peak_rate(2.0 * 16384.0 * 4.0 * static_cast<double>(kSteps),
+                   [] { return amx_chains(kSteps); }) *
+         1e-9;
 #else
   return 0.0;
 #endif
@@ -767,30 +767,18 @@ void BM_Linear_Amx(benchmark::State& state) {
   const Int8LinearWeights packed(LinearWeights{type, rows, cols, m.data()});
   const std::vector<float> x = random_floats(n * cols, 6);
   std::vector<float> y(static_cast<std::size_t>(n * rows));
-  PairedTimes times;
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
-    detail::linear_int8_on(detail::Int8Isa::kAmxInt8, packed, x.data(), n, y.data());
-    benchmark::DoNotOptimize(y.data());
-    times.kernel.push_back(seconds_since(t0));
-    state.PauseTiming();
-    const auto t1 = Clock::now();
-    detail::linear_int8_on(detail::Int8Isa::kAvx512Vnni, packed, x.data(), n, y.data());
-    benchmark::DoNotOptimize(y.data());
-    times.baseline.push_back(seconds_since(t1));
-    state.ResumeTiming();
-  }
-  const double ops = 2.0 * static_cast<double>(rows * cols * n);
-  const double kernel_s = times.report(state, "speedup_vs_vnni");
-  const double gops = ops / kernel_s * 1e-9;
-  state.counters["GOP_per_s"] = gops;
   static const double peak = amx_peak_gops();
-  if (peak > 0.0) {
-    state.counters["ratio_vs_amx_peak"] = gops / peak;
-    state.counters["amx_peak_GOP_per_s"] = peak;
-  }
-  state.counters["threads"] = num_threads();
-  state.SetLabel(std::string(ggml_type_layout(type)->name));
+  time_products(
+      state, type, rows, cols, n,
+      [&] {
+        detail::linear_int8_on(detail::Int8Isa::kAmxInt8, packed, x.data(), n, y.data());
+        benchmark::DoNotOptimize(y.data());
+      },
+      [&] {
+        detail::linear_int8_on(detail::Int8Isa::kAvx512Vnni, packed, x.data(), n, y.data());
+        benchmark::DoNotOptimize(y.data());
+      },
+      "speedup_vs_vnni", "amx", peak);
 }
 
 constexpr auto kQ4_1 = static_cast<std::int64_t>(GgmlType::kQ4_1);
@@ -826,10 +814,10 @@ BENCHMARK(BM_Linear_Int8)
     ->UseRealTime();
 BENCHMARK(BM_Linear_Amx)
     ->ArgNames({"type", "rows", "cols", "n"})
-    ->ArgsProduct({{kQ4_1}, {576}, {576}, {16, 32, 512}})
-    ->ArgsProduct({{kQ4_1}, {1536}, {576}, {32, 512}})
-    ->ArgsProduct({{kQ4_1}, {576}, {1536}, {32, 512}})
-    ->ArgsProduct({{kQ8_0}, {49152}, {576}, {32}})
+    ->ArgsProduct({{kQ4_1}, {576}, {576}, {64, 512}})  // AMX runs from kAmxMinTokens = 64
+    ->ArgsProduct({{kQ4_1}, {1536}, {576}, {64, 512}})
+    ->ArgsProduct({{kQ4_1}, {576}, {1536}, {64, 512}})
+    ->ArgsProduct({{kQ8_0}, {49152}, {576}, {64}})
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.5)
     ->UseRealTime();

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Shared helpers of the benchmark binaries: wall-clock seconds, the OpenMP thread count, and
-// buffers on 2 MiB-aligned transparent huge pages (as a serving engine allocates its KV pool or
-// a loader maps its weights), which the baselines use too.
+// Shared helpers of the benchmark binaries: wall-clock seconds, the OpenMP thread count, the
+// same-run peak microkernels' timing, and buffers on 2 MiB-aligned transparent huge pages (as a
+// serving engine allocates its KV pool or a loader maps its weights), which the baselines use too.
 #pragma once
 
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
@@ -33,6 +36,26 @@ inline int num_threads() {
 #else
   return 1;
 #endif
+}
+
+/// The rate of a peak microkernel on every thread: `run()` (its result kept from the optimizer)
+/// on each OpenMP thread at once, best of 3 trials, as `ops_per_thread` operations per thread per
+/// second. The benchmarks report their kernels against these same-run peaks.
+template <class Run>
+double peak_rate(double ops_per_thread, const Run& run) {
+  double best = 0.0;
+  for (int trial = 0; trial < 3; ++trial) {
+    const auto t0 = Clock::now();
+#if INFERKIT_HAS_OPENMP
+#  pragma omp parallel
+#endif
+    {
+      auto result = run();
+      benchmark::DoNotOptimize(result);
+    }
+    best = std::max(best, ops_per_thread * num_threads() / seconds_since(t0));
+  }
+  return best;
 }
 
 /// A buffer of `n` T aligned to 2 MiB and, on Linux, backed by transparent huge pages when the
