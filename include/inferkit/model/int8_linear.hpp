@@ -132,7 +132,7 @@ enum class Int8Isa : std::uint8_t {
   kAvx2,        ///< AVX2 + FMA + F16C: vpmaddubsw + vpmaddwd
   kAvxVnni,     ///< the AVX2 set + AVX-VNNI
   kAvx512Vnni,  ///< AVX-512 F/BW/VL + VNNI
-  kAmxInt8,     ///< the AVX-512 VNNI set + AMX-INT8 tiles (batches of 16+ tokens; fewer: VNNI)
+  kAmxInt8,     ///< the AVX-512 VNNI set + AMX-INT8 tiles (from kAmxMinTokens tokens; fewer: VNNI)
 };
 
 /// The path's name in messages and test output.
@@ -198,7 +198,7 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
             "is null; cols", w.cols());
   check_arg(int8_isa_supported(isa), ErrorCode::kUnsupported, "int8 path", int8_isa_name(isa),
             "is not supported by this CPU or build; supported:", "baseline");
-  // AMX pays from two tiles of tokens on: smaller batches take the VNNI path.
+  // AMX pays only for prefill-sized batches (kAmxMinTokens): smaller ones take the VNNI path.
   if (isa == Int8Isa::kAmxInt8 && n < kAmxMinTokens) isa = Int8Isa::kAvx512Vnni;
   const bool amx = isa == Int8Isa::kAmxInt8;
   const std::int64_t cols = w.cols();
@@ -206,16 +206,19 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
   // AMX reads whole tiles: the activations are padded to a multiple of 16 tokens (zeros).
   const std::int64_t padded_n =
       amx ? (n + kAmxTileTokens - 1) / kAmxTileTokens * kAmxTileTokens : n;
+  const std::int64_t groups = (w.rows() + kInt8GroupRows - 1) / kInt8GroupRows;
+  const bool parallel = groups > 1 && w.rows() * cols * n >= kLinearParallelMinMacs;
+#if INFERKIT_HAS_OPENMP
+  const int team = parallel ? omp_get_max_threads() : 1;
+#else
+  (void)parallel;  // serial build (INFERKIT_OPENMP=OFF): one thread whatever the size
+  const int team = 1;
+#endif
   // One allocation for the codes and the per-block scales and sums (and, for AMX, each thread's
   // weight tiles of one group); allocated here, not in the parallel region, where bad_alloc
   // could not propagate.
   const std::int64_t code_bytes = (padded_n * cols + 63) / 64 * 64;
   const std::int64_t scale_bytes = (12 * padded_n * blocks + 63) / 64 * 64;
-#if INFERKIT_HAS_OPENMP
-  const int team = omp_get_max_threads();
-#else
-  const int team = 1;
-#endif
   const std::int64_t tile_bytes = amx ? team * blocks * kAmxWeightTileBytes : 0;
   const std::unique_ptr<std::byte[]> buffer(
       new std::byte[static_cast<std::size_t>(64 + code_bytes + scale_bytes + tile_bytes)]);
@@ -225,8 +228,8 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
   xa.scale = reinterpret_cast<float*>(base + code_bytes);
   xa.sum = reinterpret_cast<std::int32_t*>(xa.scale + padded_n * blocks);
   xa.scaled_sum = reinterpret_cast<float*>(xa.sum + padded_n * blocks);
-  auto* tiles = reinterpret_cast<std::uint8_t*>(base + code_bytes + scale_bytes);
-  (void)tiles;         // (unused where the build has no AMX kernel)
+  [[maybe_unused]] auto* tiles =  // (unused where the build has no AMX kernel)
+      reinterpret_cast<std::uint8_t*>(base + code_bytes + scale_bytes);
   if (padded_n > n) {  // the padding tokens: zero codes and scales, outputs never written
     std::memset(xa.q + n * cols, 0, static_cast<std::size_t>((padded_n - n) * cols));
     for (std::int64_t i = n * blocks; i < padded_n * blocks; ++i) {
@@ -246,13 +249,8 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
   job.x = xa;
   job.n = n;
   job.y = y;
-  const std::int64_t groups = (w.rows() + kInt8GroupRows - 1) / kInt8GroupRows;
-  const bool parallel = groups > 1 && w.rows() * cols * n >= kLinearParallelMinMacs;
 #if INFERKIT_HAS_OPENMP
-  const int max_threads = parallel ? omp_get_max_threads() : 1;
-#  pragma omp parallel num_threads(max_threads) if (parallel)
-#else
-  (void)parallel;  // serial build (INFERKIT_OPENMP=OFF): one thread whatever the size
+#  pragma omp parallel num_threads(team) if (parallel)
 #endif
   {
 #if INFERKIT_HAS_OPENMP
@@ -280,22 +278,23 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
     const std::int64_t g0 = groups * id / threads;
     const std::int64_t g1 = groups * (id + 1) / threads;
     if (g0 < g1) {
+      if (amx) {  // (only where the build has the AMX kernel: int8_isa_supported)
 #if INFERKIT_HAS_AMX_KERNEL
-      if (amx) {
         int8_amx::int8_rows(job, g0, g1, tiles + id * blocks * kAmxWeightTileBytes);
-      } else
 #endif
-#if INFERKIT_CPU_DISPATCH
-          if (isa == Int8Isa::kAvx512Vnni) {
-        int8_avx512::int8_rows(job, g0, g1);
-      } else if (isa == Int8Isa::kAvx2 || isa == Int8Isa::kAvxVnni) {
-        int8_avx2::int8_rows(job, g0, g1, isa == Int8Isa::kAvxVnni);
       } else {
-        int8_baseline::int8_rows(job, g0, g1);
-      }
+#if INFERKIT_CPU_DISPATCH
+        if (isa == Int8Isa::kAvx512Vnni) {
+          int8_avx512::int8_rows(job, g0, g1);
+        } else if (isa == Int8Isa::kAvx2 || isa == Int8Isa::kAvxVnni) {
+          int8_avx2::int8_rows(job, g0, g1, isa == Int8Isa::kAvxVnni);
+        } else {
+          int8_baseline::int8_rows(job, g0, g1);
+        }
 #else
-      int8_baseline::int8_rows(job, g0, g1);
+        int8_baseline::int8_rows(job, g0, g1);
 #endif
+      }
     }
   }
 }

@@ -34,10 +34,11 @@ namespace inferkit::detail {
 
 /// Tokens per AMX tile (its 16 rows).
 inline constexpr std::int64_t kAmxTileTokens = 16;
-/// The smallest batch the AMX path takes (smaller ones run on VNNI). On the 2-core Intel host
-/// the products measured 0.91-0.92 of the VNNI path's speed at 16 tokens and 1.07-1.38 at 32
-/// (BM_Linear_Amx), but a 32-sequence decode step gained nothing (1,061-1,101 against 1,094-1,100
-/// tokens/s) while a 512-token prefill gained 5%: prefill-sized batches only.
+/// The smallest batch the AMX path takes (smaller ones run on VNNI). On the 2-core Intel host,
+/// with the path tried on smaller batches, the products measured 0.91-0.92 of the VNNI path's
+/// speed at 16 tokens and 1.07-1.38 at 32 (BM_Linear_Amx), but a 32-sequence decode step gained
+/// nothing (1,061-1,101 against 1,094-1,100 tokens/s) while a 512-token prefill gained 5%:
+/// prefill-sized batches only.
 inline constexpr std::int64_t kAmxMinTokens = 64;
 /// Blocks between a tile product's issue and the store of its result.
 inline constexpr std::int64_t kAmxLag = 2;
