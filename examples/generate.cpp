@@ -36,20 +36,24 @@ struct Flags {
   bool special = false;
   std::string model;
   std::string activations = "fp32";
+  std::string kv_dtype = "fp16";
   bool json = false;
 };
 
 constexpr const char* kUsage =
     "usage: generate [--prompt TEXT] [--max-tokens N] [--temperature T] [--top-p P] [--seed N]\n"
     "                [--spec ngram] [--chat | --special] [--model FILE.gguf]\n"
-    "                [--activations fp32|int8] [--json]\n"
+    "                [--activations fp32|int8] [--kv-dtype fp16|bf16|fp8|fp8_e5m2|int8|int4]\n"
+    "                [--json]\n"
     "defaults: --max-tokens 128 --temperature 0 (greedy) --top-p 1 --seed 0; the model is\n"
     "$INFERKIT_MODEL or the SmolLM2-135M-Instruct that scripts/fetch-model.sh downloads.\n"
     "--spec ngram drafts from the prompt and output (prompt lookup) and verifies with the chain\n"
     "verifier; --chat applies the model's chat template to the prompt; --special reads\n"
     "special-token text in the prompt (<|im_start|>) as the token instead of as text;\n"
     "--activations int8 runs the quantized products on int8 activations (faster, llama.cpp's\n"
-    "rounding; fp32, the default, is exact).\n";
+    "rounding; fp32, the default, is exact); --kv-dtype stores K/V in that format (fp16, the\n"
+    "default, as llama.cpp; fp8 is e4m3; int4 takes a quarter of fp16's memory, at a quality\n"
+    "cost docs/real-model.md measures).\n";
 
 void add_flags(CLI::App& app, Flags& f) {
   using inferkit::examples::integer_in;
@@ -65,6 +69,8 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--model", f.model);
   app.add_option("--activations", f.activations)
       ->check(inferkit::examples::one_of({"fp32", "int8"}));
+  app.add_option("--kv-dtype", f.kv_dtype)
+      ->check(inferkit::examples::one_of(inferkit::examples::kKvDtypeChoices));
   app.add_flag("--json", f.json);
 }
 
@@ -95,6 +101,7 @@ int main(int argc, char** argv) {
         (static_cast<long long>(prompt.size()) + f.max_tokens + 64) / 16 + 8);
     options.ngram_speculation = f.spec == "ngram";
     options.eos_tokens = m.end_tokens;
+    options.kv_dtype = inferkit::examples::kv_dtype(f.kv_dtype);
     inferkit::Engine engine(m.model, options);
     inferkit::StreamDecoder decoder(m.tokenizer, /*render_special=*/false);
     if (!f.json) {
@@ -131,6 +138,7 @@ int main(int argc, char** argv) {
           {"decode_tokens_per_s", fixed(decode_tps, 1)},
           {"drafted_tokens", st.drafted_tokens},
           {"accepted_tokens", st.accepted_tokens},
+          {"kv_dtype", std::string(inferkit::to_string(engine.kv_dtype()))},
       });
       return 0;
     }

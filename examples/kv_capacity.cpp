@@ -62,8 +62,10 @@ constexpr const char* kUsage =
     "  --context        tokens per user, 1..16777216 (default 4096)\n"
     "  --weights-dtype  element type of the weights (default bf16)\n"
     "  --overhead       share of memory for activations and runtime, [0, 0.99] (default 0.1)\n"
-    "  --kv-scales      quantization scales stored with the KV: none, per token and head, or\n"
-    "                   per block of --scale-block tokens and head (default none)\n"
+    "  --kv-scales      quantization scales stored with the KV: none, per token and head,\n"
+    "                   per block of --scale-block tokens and head, or inferkit: each dtype as\n"
+    "                   inferkit's paged KV cache (and the engine's --kv-dtype) stores it, fp8\n"
+    "                   per page of --scale-block tokens, int8 and int4 per token (default none)\n"
     "  --scale-block    tokens per scale block, 1..65536 (default 16)\n"
     "  --json           print one JSON object with every figure of the table\n"
     "  --list-models    list the model presets (with --json: as JSON)\n";
@@ -82,7 +84,8 @@ void add_flags(CLI::App& app, Flags& flags) {
   app.add_option("--weights-dtype", flags.weights_dtype)
       ->check(one_of({"bf16", "fp16", "fp8", "int8", "int4"}));
   app.add_option("--overhead", flags.overhead)->transform(number_in(0.0, 0.99));
-  app.add_option("--kv-scales", flags.kv_scales)->check(one_of({"none", "token", "block"}));
+  app.add_option("--kv-scales", flags.kv_scales)
+      ->check(one_of({"none", "token", "block", "inferkit"}));
   app.add_option("--scale-block", flags.scale_block)->transform(integer_in<std::int32_t>(1, 65536));
   app.add_flag("--json", flags.json);
   app.add_flag("--list-models", flags.list_models);
@@ -100,6 +103,7 @@ void check_flags(const Flags& flags) {
   }
 }
 
+// --kv-scales as a layout ("inferkit" picks one per dtype: paged_kv_cache_format).
 inferkit::KVScaleLayout parse_scales(const std::string& text) {
   if (text == "token") return inferkit::KVScaleLayout::kPerTokenHead;
   if (text == "block") return inferkit::KVScaleLayout::kPerBlockHead;
@@ -285,6 +289,9 @@ int run(const Flags& flags) {
 
   for (const KVChoice& choice : kKVChoices) {
     r.options.kv.dtype = choice.dtype;
+    if (flags.kv_scales == "inferkit") {
+      r.options.kv = inferkit::paged_kv_cache_format(choice.dtype, flags.scale_block);
+    }
     const inferkit::MemoryBudget budget = inferkit::plan_kv_memory(r.model, r.options);
     r.rows.push_back({choice.key, budget, budget.max_users(flags.context)});
   }

@@ -52,6 +52,7 @@ struct Flags {
   bool no_prefix_cache = false;
   std::string spec;  // "ngram" or empty
   std::string activations = "fp32";
+  std::string kv_dtype = "fp16";
   int max_queued_requests = 256;
   long long max_queued_prompt_tokens = 1 << 20;
   long long max_body_bytes = 4 << 20;
@@ -65,7 +66,7 @@ constexpr const char* kUsage =
     "             [--api-key KEY] [--threads N] [--kv-pages N] [--block-size N]\n"
     "             [--max-num-seqs N] [--max-batched-tokens N] [--max-model-len N]\n"
     "             [--no-prefix-cache] [--spec ngram] [--activations fp32|int8]\n"
-    "             [--max-queued-requests N]\n"
+    "             [--kv-dtype fp16|bf16|fp8|fp8_e5m2|int8|int4] [--max-queued-requests N]\n"
     "             [--max-queued-prompt-tokens N] [--max-body-bytes N] [--http-threads N]\n"
     "             [--timeout-seconds N] [--drain-seconds N]\n"
     "defaults: --host 127.0.0.1 --port 8080, no API key, the model is $INFERKIT_MODEL or the\n"
@@ -73,7 +74,8 @@ constexpr const char* kUsage =
     "at once, --max-queued-requests 256 wait (more get 429), --http-threads 256 connections are\n"
     "served at once, each read and write times out after --timeout-seconds 30; --activations\n"
     "int8 runs the quantized products on int8 activations (2x the batched throughput, llama.cpp's\n"
-    "rounding; fp32, the default, is exact).\n";
+    "rounding; fp32, the default, is exact); --kv-dtype stores K/V in that format (fp16 by\n"
+    "default; int4 holds 4x fp16's tokens in the same memory, at a quality cost).\n";
 
 // ---- errors, OpenAI's shape -------------------------------------------------------------------
 
@@ -440,9 +442,9 @@ class Server {
       listener.join();
       throw;
     }
-    std::printf("serve: %s on http://%s:%d (model %s, %d KV pages of %d tokens)\n",
+    std::printf("serve: %s on http://%s:%d (model %s, %d KV pages of %d tokens, %s KV)\n",
                 flags_.model_name.c_str(), flags_.host.c_str(), flags_.port, model_path_.c_str(),
-                kv_pages_, flags_.block_size);
+                kv_pages_, flags_.block_size, flags_.kv_dtype.c_str());
     std::fflush(stdout);
     while (!g_stop.load()) std::this_thread::sleep_for(100ms);
     std::printf("serve: draining (up to %d s)\n", flags_.drain_seconds);
@@ -484,6 +486,7 @@ class Server {
     o.engine.threads = flags_.threads;
     o.engine.ngram_speculation = flags_.spec == "ngram";
     o.engine.eos_tokens = model_->end_tokens;
+    o.engine.kv_dtype = inferkit::examples::kv_dtype(flags_.kv_dtype);
     o.max_queued_requests = flags_.max_queued_requests;
     o.max_queued_prompt_tokens = flags_.max_queued_prompt_tokens;
     front_ = std::make_unique<inferkit::AsyncEngine>(model_->model, model_->tokenizer, o);
@@ -875,6 +878,8 @@ int main(int argc, char** argv) {
     app.add_option("--spec", f.spec)->check(inferkit::examples::one_of({"ngram"}));
     app.add_option("--activations", f.activations)
         ->check(inferkit::examples::one_of({"fp32", "int8"}));
+    app.add_option("--kv-dtype", f.kv_dtype)
+        ->check(inferkit::examples::one_of(inferkit::examples::kKvDtypeChoices));
     app.add_option("--max-queued-requests", f.max_queued_requests)
         ->transform(integer_in(1, 1 << 20));
     app.add_option("--max-queued-prompt-tokens", f.max_queued_prompt_tokens)

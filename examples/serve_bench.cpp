@@ -6,16 +6,24 @@
 // latency percentiles, prefix hit rate and draft acceptance, measured, beside what sim/ predicts
 // for the same workload with a step cost fitted to this machine's measured steps.
 //
+// --kv-sweep serves the workload instead once per KV format (fp16, fp8, int8, int4) in the same
+// KV memory (--kv-memory-mb), continuous batching without the prefix cache, so that each user holds
+// its whole context: the users served at once, measured, grow as the bytes per token shrink
+// (kv_capacity's formula, on the real model), and each format's greedy tokens are compared with
+// fp16's, the quality its memory costs.
+//
 //   serve_bench [--requests 32] [--rate 4] [--max-tokens 48] [--batch 16] [--seed 1]
-//               [--model FILE.gguf] [--json]
+//               [--model FILE.gguf] [--kv-dtype fp16] [--kv-memory-mb MB] [--kv-sweep] [--json]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <examples/support/cli_main.hpp>
 #include <examples/support/json_out.hpp>
 #include <examples/support/model.hpp>
+#include <inferkit/core/dtype.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/engine/engine.hpp>
 #include <inferkit/prefix/radix_tree.hpp>
@@ -40,14 +48,23 @@ struct Flags {
   long long seed = 1;
   std::string model;
   std::string activations = "fp32";
+  std::string kv_dtype = "fp16";
+  double kv_memory_mb = 0.0;  // 0: 4096 KV pages whatever their format
+  bool kv_sweep = false;
   bool json = false;
 };
 
 constexpr const char* kUsage =
     "usage: serve_bench [--requests N] [--rate R] [--max-tokens N] [--batch N] [--seed N]\n"
-    "                   [--model FILE.gguf] [--activations fp32|int8] [--json]\n"
+    "                   [--model FILE.gguf] [--activations fp32|int8]\n"
+    "                   [--kv-dtype fp16|bf16|fp8|fp8_e5m2|int8|int4] [--kv-memory-mb MB]\n"
+    "                   [--kv-sweep] [--json]\n"
     "defaults: --requests 32 --rate 4 (requests/s, Poisson) --max-tokens 48 (every request\n"
-    "generates exactly this many) --batch 16 (most sequences per step) --seed 1\n";
+    "generates exactly this many) --batch 16 (most sequences per step) --seed 1 --kv-dtype fp16,\n"
+    "4096 KV pages of 16 tokens unless --kv-memory-mb sizes the pool in MB (2^20 bytes).\n"
+    "--kv-sweep: the same requests once per KV format (fp16, fp8, int8, int4) in --kv-memory-mb\n"
+    "(default 32) of KV, without the prefix cache: users served at once, throughput, and tokens\n"
+    "equal to fp16's.\n";
 
 void add_flags(CLI::App& app, Flags& f) {
   using inferkit::examples::integer_in;
@@ -59,6 +76,11 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--model", f.model);
   app.add_option("--activations", f.activations)
       ->check(inferkit::examples::one_of({"fp32", "int8"}));
+  app.add_option("--kv-dtype", f.kv_dtype)
+      ->check(inferkit::examples::one_of(inferkit::examples::kKvDtypeChoices));
+  app.add_option("--kv-memory-mb", f.kv_memory_mb)
+      ->transform(inferkit::examples::number_in(0.1, 1 << 20));
+  app.add_flag("--kv-sweep", f.kv_sweep);
   app.add_flag("--json", f.json);
 }
 
@@ -125,7 +147,27 @@ struct Figures {
   double prefix_hit_rate = 0.0;
   double acceptance = -1.0;  // accepted / drafted, -1 without speculation
   double elapsed_s = 0.0;
+  std::int32_t peak_running = 0;  // most requests holding KV at once
+  std::int64_t preemptions = 0;
+  std::vector<std::vector<inferkit::TokenId>> outputs;  // by request index
 };
+
+// How the KV pages are stored and how many there are.
+struct KvPool {
+  inferkit::DType dtype = inferkit::DType::kFloat16;
+  std::int32_t num_blocks = 4096;
+};
+
+// The pool of `dtype` pages that `flags.kv_memory_mb` holds (4096 pages when it is 0).
+KvPool kv_pool(const inferkit::LlamaModel& model, inferkit::DType dtype, const Flags& flags) {
+  KvPool pool{dtype, 4096};
+  if (flags.kv_memory_mb > 0) {
+    const double bytes = flags.kv_memory_mb * 1048576.0;
+    const auto page = static_cast<double>(inferkit::Engine::kv_page_bytes(model, dtype, 16));
+    pool.num_blocks = static_cast<std::int32_t>(std::max(1.0, std::floor(bytes / page)));
+  }
+  return pool;
+}
 
 struct Config {
   const char* name;
@@ -148,9 +190,10 @@ inferkit::SchedulerConfig scheduler_of(const Config& c, const Flags& f) {
 
 // Runs the workload through the engine in real time; appends its steps to `samples`.
 Figures measure(const inferkit::examples::LoadedModel& m, const Workload& w, const Config& c,
-                const Flags& f, std::vector<inferkit::StepSample>& samples) {
+                const Flags& f, const KvPool& kv, std::vector<inferkit::StepSample>& samples) {
   inferkit::EngineOptions o;
-  o.num_blocks = 4096;
+  o.num_blocks = kv.num_blocks;
+  o.kv_dtype = kv.dtype;
   o.scheduler = scheduler_of(c, f);
   o.prefix_cache = c.prefix_cache;
   o.ngram_speculation = c.spec;
@@ -160,9 +203,10 @@ Figures measure(const inferkit::examples::LoadedModel& m, const Workload& w, con
   p.stop_at_eos = false;  // every request generates exactly max_tokens: comparable runs
   std::size_t next = 0;
   std::vector<inferkit::RequestOutcome> done;
+  std::vector<inferkit::RequestId> ids;
   while (done.size() < w.prompts.size()) {
     while (next < w.prompts.size() && w.arrivals[next] <= engine.now()) {
-      (void)engine.submit(w.prompts[next++], p);
+      ids.push_back(engine.submit(w.prompts[next++], p));
     }
     if (!engine.step() && next < w.prompts.size()) {
       std::this_thread::sleep_for(std::chrono::duration<double>(w.arrivals[next] - engine.now()));
@@ -179,13 +223,20 @@ Figures measure(const inferkit::examples::LoadedModel& m, const Workload& w, con
   fig.elapsed_s = engine.now();
   for (const inferkit::StepMetrics& s : engine.step_metrics()) {
     samples.push_back({s.num_tokens, s.num_seqs, s.context_tokens, s.committed_s - s.scheduled_s});
+    fig.peak_running = std::max(fig.peak_running, s.num_running);
+    fig.preemptions += s.preemptions;
+  }
+  fig.outputs.resize(w.prompts.size());
+  for (inferkit::RequestOutcome& r : done) {
+    const auto at = std::find(ids.begin(), ids.end(), r.id) - ids.begin();
+    fig.outputs[static_cast<std::size_t>(at)] = std::move(r.output);
   }
   return fig;
 }
 
 // The same workload through the simulator, priced by `cost`.
 inferkit::ServingSummary predict(const Workload& w, const Config& c, const Flags& f,
-                                 const inferkit::LinearStepCostModel& cost) {
+                                 const KvPool& kv, const inferkit::LinearStepCostModel& cost) {
   std::vector<inferkit::SimRequestSpec> specs;
   for (std::size_t i = 0; i < w.prompts.size(); ++i) {
     inferkit::SimRequestSpec s;
@@ -196,13 +247,95 @@ inferkit::ServingSummary predict(const Workload& w, const Config& c, const Flags
     s.prefix_tokens = w.system_tokens;
     specs.push_back(s);
   }
-  inferkit::BlockAllocator pool(4096, 16);
+  inferkit::BlockAllocator pool(kv.num_blocks, 16);
   std::optional<inferkit::RadixTree> tree;
   if (c.prefix_cache) tree.emplace(pool);
   inferkit::ContinuousScheduler<> sched(pool, tree ? &*tree : nullptr, scheduler_of(c, f));
   inferkit::SimulationOptions so;
   so.vocab_size = 49152;
   return inferkit::simulate(sched, cost, specs, so).summary;
+}
+
+// Tokens each request shares with its fp16 output before the first difference, over all of
+// fp16's tokens.
+double agreement(const Figures& fig, const Figures& fp16) {
+  std::size_t same = 0;
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < fp16.outputs.size(); ++i) {
+    const auto& a = fig.outputs[i];
+    const auto& b = fp16.outputs[i];
+    std::size_t n = 0;
+    while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+    same += n;
+    total += b.size();
+  }
+  return total > 0 ? static_cast<double>(same) / static_cast<double>(total) : 1.0;
+}
+
+// --kv-sweep: the workload once per KV format in the same KV memory (see the file comment).
+int kv_sweep(const inferkit::examples::LoadedModel& m, const Workload& w, Flags f) {
+  if (f.kv_memory_mb <= 0) f.kv_memory_mb = 32;
+  const inferkit::DType dtypes[] = {inferkit::DType::kFloat16, inferkit::DType::kFloat8E4M3,
+                                    inferkit::DType::kInt8, inferkit::DType::kInt4};
+  const Config config{"continuous", false, false, false};
+  std::vector<KvPool> pools;
+  std::vector<Figures> figs;
+  for (const inferkit::DType dtype : dtypes) {
+    std::vector<inferkit::StepSample> samples;
+    pools.push_back(kv_pool(m.model, dtype, f));
+    figs.push_back(measure(m, w, config, f, pools.back(), samples));
+  }
+  const auto bytes_per_token = [&](const KvPool& pool) {
+    return static_cast<double>(inferkit::Engine::kv_page_bytes(m.model, pool.dtype, 16)) / 16.0;
+  };
+  if (f.json) {
+    using inferkit::examples::fixed;
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < figs.size(); ++i) {
+      const auto& s = figs[i].summary;
+      rows.push_back({
+          {"kv_dtype", std::string(inferkit::to_string(pools[i].dtype))},
+          {"bytes_per_token", fixed(bytes_per_token(pools[i]), 1)},
+          {"kv_pages", pools[i].num_blocks},
+          {"peak_running", figs[i].peak_running},
+          {"preemptions", figs[i].preemptions},
+          {"throughput", fixed(s.output_tokens_per_s, 2)},
+          {"ttft_p50", fixed(s.ttft.p50, 4)},
+          {"ttft_p99", fixed(s.ttft.p99, 4)},
+          {"itl_p50", fixed(s.itl.p50, 4)},
+          {"agreement_with_fp16", fixed(agreement(figs[i], figs[0]), 4)},
+      });
+    }
+    inferkit::examples::print_json(
+        {{"requests", f.requests},
+         {"rate", inferkit::examples::significant(f.rate, 6)},
+         {"max_tokens", f.max_tokens},
+         {"batch", f.batch},
+         {"kv_memory_mb", inferkit::examples::significant(f.kv_memory_mb, 6)},
+         {"formats", rows}});
+    return 0;
+  }
+  std::printf(
+      "serve_bench --kv-sweep: %lld requests of %lld+ prompt tokens, %lld output tokens each, "
+      "at most %lld\nsequences per step, %.1f MB of KV pages (16 tokens), continuous batching "
+      "without the prefix cache, %s.\n\n",
+      f.requests, static_cast<long long>(w.prompts[0].size()), f.max_tokens, f.batch,
+      f.kv_memory_mb, m.model.config().name.c_str());
+  std::printf("%-9s %11s %9s %13s %11s %9s %9s %9s %14s\n", "KV", "bytes/token", "KV pages",
+              "users at once", "preemptions", "tokens/s", "TTFT p50", "ITL p50", "same as fp16");
+  for (std::size_t i = 0; i < figs.size(); ++i) {
+    const auto& s = figs[i].summary;
+    std::printf("%-9s %11.0f %9d %13d %11lld %9.1f %8.3fs %8.4fs %13.1f%%\n",
+                std::string(inferkit::to_string(pools[i].dtype)).c_str(), bytes_per_token(pools[i]),
+                pools[i].num_blocks, figs[i].peak_running,
+                static_cast<long long>(figs[i].preemptions), s.output_tokens_per_s, s.ttft.p50,
+                s.itl.p50, 100.0 * agreement(figs[i], figs[0]));
+  }
+  std::printf(
+      "\nusers at once: the most requests holding KV pages in one step, measured. same as fp16: "
+      "each\nrequest's greedy tokens before its first difference from fp16 KV's, over all "
+      "tokens.\n");
+  return 0;
 }
 
 }  // namespace
@@ -216,18 +349,20 @@ int main(int argc, char** argv) {
         inferkit::examples::model_path(f.model),
         inferkit::examples::activation_precision(f.activations));
     const Workload w = make_workload(f, m.tokenizer);
+    if (f.kv_sweep) return kv_sweep(m, w, f);
+    const KvPool pool = kv_pool(m.model, inferkit::examples::kv_dtype(f.kv_dtype), f);
     const Config configs[] = {{"static", true, false, false},
                               {"continuous", false, false, false},
                               {"continuous+prefix", false, true, false},
                               {"continuous+prefix+ngram", false, true, true}};
     std::vector<inferkit::StepSample> samples;
     std::vector<Figures> measured;
-    for (const Config& c : configs) measured.push_back(measure(m, w, c, f, samples));
+    for (const Config& c : configs) measured.push_back(measure(m, w, c, f, pool, samples));
     // One cost model for every configuration, fitted to all measured steps (speculative steps
     // included: their rows are tokens like any other).
     const inferkit::LinearStepCostModel cost = inferkit::fit_linear_cost_model(samples);
     std::vector<inferkit::ServingSummary> predicted;
-    for (const Config& c : configs) predicted.push_back(predict(w, c, f, cost));
+    for (const Config& c : configs) predicted.push_back(predict(w, c, f, pool, cost));
     if (f.json) {
       using inferkit::examples::fixed;
       using inferkit::examples::significant;
@@ -259,15 +394,19 @@ int main(int argc, char** argv) {
                {"per_sequence_s", significant(cost.per_sequence_s, 6)},
                {"per_context_token_s", significant(cost.per_context_token_s, 6)},
            }},
+          {"kv_dtype", std::string(inferkit::to_string(pool.dtype))},
+          {"kv_pages", pool.num_blocks},
           {"configs", rows},
       });
       return 0;
     }
     std::printf(
         "serve_bench: %lld requests sharing a %lld-token system prompt, Poisson arrivals at "
-        "%g/s,\n%lld output tokens each, at most %lld sequences per step, %s.\n\n",
+        "%g/s,\n%lld output tokens each, at most %lld sequences per step, %s, %d %s KV "
+        "pages.\n\n",
         f.requests, static_cast<long long>(w.system_tokens), f.rate, f.max_tokens, f.batch,
-        m.model.config().name.c_str());
+        m.model.config().name.c_str(), pool.num_blocks,
+        std::string(inferkit::to_string(pool.dtype)).c_str());
     std::printf("%-24s %9s %9s %9s %9s %9s %7s %7s | %9s %9s %9s\n", "", "tokens/s", "TTFT p50",
                 "TTFT p99", "ITL p50", "ITL p99", "prefix", "accept", "sim tok/s", "sim TTFT",
                 "sim ITL");

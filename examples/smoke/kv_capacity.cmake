@@ -11,6 +11,12 @@ inferkit_example_smoke(kv_capacity.decimal_gb kv_capacity
 inferkit_example_smoke(kv_capacity.json kv_capacity
   REGEX "^\\{\"model\":\"llama-3-70b\",\"estimate\":false,\"layers\":80,\"q_heads\":64,\"kv_heads\":8,\"head_dim\":128,\"parameters\":70600000000,\"gpu\":\"a100-80gb\",\"num_gpus\":4,\"gpu_memory_bytes\":85899345920,.*\"kv_pool_bytes\":168037645312,\"bytes_per_token\":\\{\"fp32\":655360,\"fp16\":327680,.*\"max_users\":\\{\"fp32\":62,\"fp16\":125,\"bf16\":125,\"fp8\":250,\"int8\":250,\"int4\":500\\},\"int4_users_vs_fp16\":4\\.0,\"gqa_ratio\":8\\}"
   ARGS --model llama-3-70b --gpus 4 --context 4096 --json)
+# --kv-scales inferkit: the bytes the engine's pages take for SmolLM2 (tests/perf checks the
+# format against PagedKVCache): fp8 amortizes a scale per 16-token page, int8 and int4 keep one
+# (and int4 a zero point) per token.
+inferkit_example_smoke(kv_capacity.inferkit_scales kv_capacity
+  REGEX "fp16 +23040 .*fp8 +11565 .*int8 +12240 .*int4 +7200 "
+  ARGS --model smollm2-135m --gpus 1 --gpu-mem-gb 1 --context 512 --kv-scales inferkit)
 inferkit_example_smoke(kv_capacity.list_models kv_capacity
   REGEX "gpt-4-est.*estimate"
   ARGS --list-models)

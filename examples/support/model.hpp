@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <examples/support/cli_main.hpp>
 #include <filesystem>
+#include <inferkit/core/dtype.hpp>
 #include <inferkit/core/token_id.hpp>
 #include <inferkit/model/bpe_tokenizer.hpp>
 #include <inferkit/model/gguf.hpp>
@@ -30,6 +31,16 @@ inline std::string model_path(const std::string& flag) {
 /// The --activations flag's values ("fp32", "int8"; checked by the parser with one_of).
 inline ActivationPrecision activation_precision(const std::string& flag) {
   return flag == "int8" ? ActivationPrecision::kInt8 : ActivationPrecision::kFp32;
+}
+
+/// The --kv-dtype flag's choices: the KV formats an Engine serves (kEngineKVDTypes), by the names
+/// try_parse_dtype reads ("fp8" is fp8_e4m3).
+inline const std::vector<std::string> kKvDtypeChoices = {"fp16",     "bf16", "fp8", "fp8_e4m3",
+                                                         "fp8_e5m2", "int8", "int4"};
+
+/// The --kv-dtype flag's value as a DType (checked by the parser with one_of(kKvDtypeChoices)).
+inline DType kv_dtype(const std::string& flag) {
+  return try_parse_dtype(flag).value_or(DType::kFloat16);
 }
 
 /// A GGUF model with its tokenizer (the file must outlive both: they are views into it).

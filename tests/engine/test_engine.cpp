@@ -6,7 +6,9 @@
 // requests, and at 1 or 2 threads (batch-invariant kernels). Plus streaming and bad input.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
+#include <inferkit/core/dtype.hpp>
 #include <inferkit/engine/engine.hpp>
 #include <inferkit/model/bpe_tokenizer.hpp>
 #include <inferkit/model/gguf.hpp>
@@ -14,10 +16,12 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <tests/support/error_code.hpp>
 #include <tests/support/json_lines.hpp>
 #include <tests/support/smollm2.hpp>
+#include <tests/support/teacher_forced.hpp>
 #include <thread>
 #include <vector>
 
@@ -88,7 +92,109 @@ std::vector<std::vector<TokenId>> prompts_of(const BpeTokenizer& tok, int n) {
   return out;
 }
 
+// The teacher-forced logits of `tokens` (test::teacher_forced) with K/V stored as `dtype`.
+std::vector<float> teacher_forced_as(DType dtype, const LlamaModel& model,
+                                     std::span<const TokenId> tokens) {
+  constexpr std::int32_t kChunk = 64;
+  switch (dtype) {
+    case DType::kFloat16:
+      return test::teacher_forced<float16>(model, tokens, kChunk);
+    case DType::kBFloat16:
+      return test::teacher_forced<bfloat16>(model, tokens, kChunk);
+    case DType::kFloat8E4M3:
+      return test::teacher_forced<float8_e4m3>(model, tokens, kChunk);
+    case DType::kFloat8E5M2:
+      return test::teacher_forced<float8_e5m2>(model, tokens, kChunk);
+    case DType::kInt8:
+      return test::teacher_forced<std::int8_t>(model, tokens, kChunk);
+    case DType::kInt4:
+      return test::teacher_forced<std::uint8_t>(model, tokens, kChunk);
+    case DType::kFloat32:
+      break;
+  }
+  FAIL("no engine KV format: " << to_string(dtype));
+  return {};
+}
+
 }  // namespace
+
+TEST_CASE("Engine: each KV format serves the numbers of a forward over that format",
+          "[engine][engine]") {
+  // kv_dtype decides how the engine stores K/V: each format's greedy tokens and their
+  // log-probabilities are those of a teacher-forced forward over the same format (prefill
+  // kernels where the engine decoded, hence the margin), and the small formats are measurably
+  // not fp16 on the same context. Pages take the bytes kv_page_bytes says, fewer for smaller
+  // formats.
+  INFERKIT_NEED_SMOLLM2(m);
+  const std::vector<TokenId> prompt = prompts_of(m->tokenizer, 3)[2];
+  GenerationParams gp;
+  gp.max_new_tokens = 16 / kScale;
+  gp.stop_at_eos = false;
+  gp.logprobs = true;
+  const auto vocab = static_cast<std::size_t>(m->model.config().vocab_size);
+  std::map<DType, std::int64_t> page_bytes_of;
+  for (const DType dtype : kEngineKVDTypes) {
+    INFO("kv_dtype " << to_string(dtype));
+    EngineOptions o = options(true, false);
+    o.num_blocks = 64;
+    o.kv_dtype = dtype;
+    Engine engine(m->model, o);
+    CHECK(engine.kv_dtype() == dtype);
+    const std::int64_t page_bytes = Engine::kv_page_bytes(m->model, dtype, o.block_size);
+    CHECK(engine.kv_memory_bytes() == page_bytes * o.num_blocks);
+    page_bytes_of[dtype] = page_bytes;
+    std::vector<TokenLogprobs> logprobs;
+    engine.set_event_callback([&](const TokenEvent& e) {
+      logprobs.insert(logprobs.end(), e.logprobs.begin(), e.logprobs.end());
+    });
+    (void)engine.submit(prompt, gp);
+    engine.run();
+    const std::vector<RequestOutcome> done = engine.take_finished();
+    REQUIRE(done.size() == 1);
+    const std::vector<TokenId>& out = done[0].output;
+    REQUIRE(logprobs.size() == out.size());
+    std::vector<TokenId> context = prompt;
+    context.insert(context.end(), out.begin(), out.end());
+    const std::vector<float> own = teacher_forced_as(dtype, m->model, context);
+    const std::vector<float> fp16 = teacher_forced_as(DType::kFloat16, m->model, context);
+    double own_diff = 0.0;
+    double fp16_diff = 0.0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const std::size_t row = (prompt.size() - 1 + i) * vocab;
+      const TokenLogprobs ref =
+          token_logprobs(std::span<const float>(own.data() + row, vocab), out[i], 1);
+      CHECK(ref.top[0].token == out[i]);  // greedy over this format's logits
+      own_diff =
+          std::max(own_diff, static_cast<double>(std::abs(logprobs[i].logprob - ref.logprob)));
+      const float as_fp16 =
+          token_logprobs(std::span<const float>(fp16.data() + row, vocab), out[i], 0).logprob;
+      fp16_diff = std::max(fp16_diff, static_cast<double>(std::abs(logprobs[i].logprob - as_fp16)));
+    }
+    WARN(to_string(dtype) << " KV: " << page_bytes << " bytes a page; max |dlogprob| " << own_diff
+                          << " against its own format, " << fp16_diff << " against fp16");
+    CHECK(own_diff <= 2e-3);
+    if (dtype == DType::kInt4 || dtype == DType::kFloat8E5M2) CHECK(fp16_diff > 1e-2);
+  }
+  // bf16 takes fp16's bytes; fp8 (a scale per page) and int8 (a scale per token) about half;
+  // int4 (a scale and a zero point per token) the fewest.
+  const std::int64_t fp16 = page_bytes_of.at(DType::kFloat16);
+  CHECK(page_bytes_of.at(DType::kBFloat16) == fp16);
+  for (const DType half : {DType::kFloat8E4M3, DType::kFloat8E5M2, DType::kInt8}) {
+    CHECK(page_bytes_of.at(half) * 10 < fp16 * 6);
+    CHECK(page_bytes_of.at(DType::kInt4) < page_bytes_of.at(half));
+  }
+}
+
+TEST_CASE("Engine: a KV format it does not serve is an Error naming kv_dtype") {
+  INFERKIT_NEED_SMOLLM2(m);
+  EngineOptions o = options(true, false);
+  o.kv_dtype = DType::kFloat32;
+  std::string message;
+  CHECK(test::code_of([&] { Engine e(m->model, o); }, &message) == ErrorCode::kInvalidArgument);
+  CHECK(message.find("kv_dtype = 'fp32'") != std::string::npos);
+  CHECK(test::code_of([&] { (void)Engine::kv_page_bytes(m->model, DType::kFloat32, 16); }) ==
+        ErrorCode::kInvalidArgument);
+}
 
 TEST_CASE("Engine: greedy generation equals an exact fp64 forward, and follows llama.cpp's",
           "[engine][engine]") {

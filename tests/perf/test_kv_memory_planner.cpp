@@ -4,10 +4,15 @@
 // GB vs GiB), the GQA saving, and bad arguments naming the argument.
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <inferkit/core/bfloat16.hpp>
 #include <inferkit/core/dtype.hpp>
 #include <inferkit/core/error.hpp>
+#include <inferkit/core/float16.hpp>
+#include <inferkit/core/float8.hpp>
 #include <inferkit/core/model_shape.hpp>
 #include <inferkit/core/rng.hpp>
+#include <inferkit/kv/kv_quantization.hpp>
+#include <inferkit/kv/paged_kv_cache.hpp>
 #include <inferkit/perf/hardware.hpp>
 #include <inferkit/perf/kv_memory_planner.hpp>
 #include <limits>
@@ -131,6 +136,48 @@ TEST_CASE("kv_bytes_for_tokens: matches a per-row brute-force sum on random shap
         format.scales == KVScaleLayout::kPerBlockHead ? format.scale_block_tokens : 1;
     CHECK(inferkit::kv_bytes_per_token(shape, format) * static_cast<double>(whole) ==
           Approx(static_cast<double>(inferkit::kv_bytes_for_tokens(shape, format, whole))));
+  }
+}
+
+namespace {
+
+// PagedKVCache<T>'s own bytes for `shape` (layers, heads, head_dim) and `blocks` pages of
+// `block_size`, against the planner's paged_kv_cache_format for T's dtype.
+template <class T>
+void check_paged_format(const ModelShape& shape, std::int32_t blocks, std::int32_t block_size) {
+  const DType dtype = inferkit::KVStorageTraits<T>::kDType;
+  INFO("dtype " << inferkit::to_string(dtype) << " layers " << shape.num_layers << " kv heads "
+                << shape.num_kv_heads << " head_dim " << shape.head_dim << " blocks " << blocks
+                << " of " << block_size);
+  const inferkit::PagedKVCache<T> cache(inferkit::PagedKVCacheShape{
+      shape.num_layers, blocks, block_size, shape.num_kv_heads, shape.head_dim});
+  const std::int64_t tokens = std::int64_t{blocks} * block_size;
+  CHECK(inferkit::kv_bytes_for_tokens(shape, inferkit::paged_kv_cache_format(dtype, block_size),
+                                      tokens) == cache.memory_bytes());
+}
+
+}  // namespace
+
+TEST_CASE("paged_kv_cache_format: plans the bytes PagedKVCache stores, scales included",
+          "[perf][kv_memory_planner]") {
+  // The planner's format for each storage type against the cache itself: a full pool of whole
+  // pages holds exactly the planned bytes (fp8's per-page scales amortize over whole pages).
+  inferkit::Rng rng(11);
+  for (int trial = 0; trial < 16; ++trial) {
+    ModelShape shape = llama70b();
+    shape.num_layers = 1 + static_cast<std::int32_t>(rng.below(4));
+    shape.num_kv_heads = 1 + static_cast<std::int32_t>(rng.below(4));
+    shape.num_q_heads = shape.num_kv_heads;
+    shape.head_dim = 2 * (1 + static_cast<std::int32_t>(rng.below(40)));  // int4: even
+    const auto blocks = 1 + static_cast<std::int32_t>(rng.below(5));
+    const auto block_size = 1 + static_cast<std::int32_t>(rng.below(32));
+    check_paged_format<float>(shape, blocks, block_size);
+    check_paged_format<inferkit::float16>(shape, blocks, block_size);
+    check_paged_format<inferkit::bfloat16>(shape, blocks, block_size);
+    check_paged_format<inferkit::float8_e4m3>(shape, blocks, block_size);
+    check_paged_format<inferkit::float8_e5m2>(shape, blocks, block_size);
+    check_paged_format<std::int8_t>(shape, blocks, block_size);
+    check_paged_format<std::uint8_t>(shape, blocks, block_size);
   }
 }
 

@@ -14,10 +14,15 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <inferkit/core/bfloat16.hpp>
+#include <inferkit/core/dtype.hpp>
 #include <inferkit/core/error.hpp>
+#include <inferkit/core/float16.hpp>
+#include <inferkit/core/float8.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/core/token_id.hpp>
 #include <inferkit/kv/block_allocator.hpp>
+#include <inferkit/kv/paged_kv_cache.hpp>
 #include <inferkit/model/llama_model.hpp>
 #include <inferkit/perf/thread_tuner.hpp>
 #include <inferkit/plan/step_plan.hpp>
@@ -33,6 +38,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 namespace inferkit {
@@ -62,10 +68,23 @@ struct TokenEvent {
   std::span<const TokenLogprobs> logprobs;  ///< one per token when it asked; else empty
 };
 
+/// The KV formats an Engine serves (EngineOptions::kv_dtype): fp16 (the default, as
+/// llama.cpp's), bf16, fp8 e4m3 and e5m2 (a power-of-two scale per page and head), int8 (a scale
+/// per token and head) and int4 (a scale and a zero point per token and head). Each halves or
+/// quarters the bytes a token's KV takes, at the quality cost docs/real-model.md measures. fp32
+/// is not among them: twice fp16's memory for a model whose K/V llama.cpp keeps in fp16.
+inline constexpr std::array<DType, 6> kEngineKVDTypes = {DType::kFloat16,    DType::kBFloat16,
+                                                         DType::kFloat8E4M3, DType::kFloat8E5M2,
+                                                         DType::kInt8,       DType::kInt4};
+
 /// How an engine is built.
 struct EngineOptions {
   std::int32_t num_blocks = 2048;  ///< KV pages (each block_size tokens, every layer)
   std::int32_t block_size = 16;    ///< tokens per page
+  /// How K/V are stored: one of kEngineKVDTypes. A program that builds engines compiles the
+  /// attention kernels of all six (inferkit/attention/cpu/kernel_instances.hpp compiles them
+  /// once per program instead of once per translation unit).
+  DType kv_dtype = DType::kFloat16;
   /// Batching rules. max_model_len 0 takes the model's context length. For static batching
   /// pass `static_batching_config(...)`.
   SchedulerConfig scheduler{};
@@ -128,7 +147,12 @@ class Engine {
   EngineOptions options_;
   std::unique_ptr<BlockAllocator> allocator_;
   std::unique_ptr<RadixTree> tree_;
-  LlamaKVCache kv_;
+  /// The KV pages, in the storage type options_.kv_dtype names (one alternative per entry of
+  /// kEngineKVDTypes, in that order).
+  using KVCache = std::variant<PagedKVCache<float16>, PagedKVCache<bfloat16>,
+                               PagedKVCache<float8_e4m3>, PagedKVCache<float8_e5m2>,
+                               PagedKVCache<std::int8_t>, PagedKVCache<std::uint8_t>>;
+  KVCache kv_;
   std::unique_ptr<ContinuousScheduler<>> sched_;
   LlamaWorkspace ws_;
   NgramDrafter drafter_;
@@ -157,7 +181,8 @@ class Engine {
       : model_(model),
         options_(options),
         allocator_(std::make_unique<BlockAllocator>(options.num_blocks, options.block_size)),
-        kv_(model.kv_shape(options.num_blocks, options.block_size)),
+        kv_(make_kv_cache(options.kv_dtype,
+                          model.kv_shape(options.num_blocks, options.block_size))),
         drafter_(
             static_cast<std::size_t>(std::max(options.ngram_min, 1)),
             static_cast<std::size_t>(std::max(options.ngram_max, std::max(options.ngram_min, 1))),
@@ -406,8 +431,46 @@ class Engine {
   }
   /// The model served.
   [[nodiscard]] const LlamaModel& model() const noexcept { return model_; }
+  /// How K/V are stored (EngineOptions::kv_dtype).
+  [[nodiscard]] DType kv_dtype() const noexcept { return options_.kv_dtype; }
+  /// Bytes the KV pages take, quantization scales included, all layers.
+  [[nodiscard]] std::int64_t kv_memory_bytes() const {
+    return std::visit([](const auto& kv) { return kv.memory_bytes(); }, kv_);
+  }
+  /// Bytes one KV page of `block_size` tokens takes for `model` with K/V stored as `dtype`
+  /// (scales included, all layers): what a memory budget divides by to size `num_blocks`. Throws
+  /// `Error{kInvalidArgument}` for a dtype outside kEngineKVDTypes or a bad block size.
+  [[nodiscard]] static std::int64_t kv_page_bytes(const LlamaModel& model, DType dtype,
+                                                  std::int32_t block_size) {
+    return std::visit([](const auto& kv) { return kv.memory_bytes(); },
+                      make_kv_cache(dtype, model.kv_shape(1, block_size)));
+  }
 
  private:
+  // The KV cache of `dtype`'s storage type for `shape`; an Error naming kv_dtype for a dtype
+  // the engine does not serve.
+  static KVCache make_kv_cache(DType dtype, const PagedKVCacheShape& shape) {
+    switch (dtype) {
+      case DType::kFloat16:
+        return KVCache(std::in_place_type<PagedKVCache<float16>>, shape);
+      case DType::kBFloat16:
+        return KVCache(std::in_place_type<PagedKVCache<bfloat16>>, shape);
+      case DType::kFloat8E4M3:
+        return KVCache(std::in_place_type<PagedKVCache<float8_e4m3>>, shape);
+      case DType::kFloat8E5M2:
+        return KVCache(std::in_place_type<PagedKVCache<float8_e5m2>>, shape);
+      case DType::kInt8:
+        return KVCache(std::in_place_type<PagedKVCache<std::int8_t>>, shape);
+      case DType::kInt4:
+        return KVCache(std::in_place_type<PagedKVCache<std::uint8_t>>, shape);
+      case DType::kFloat32:
+        break;
+    }
+    detail::fail_arg(ErrorCode::kInvalidArgument, "kv_dtype", to_string(dtype),
+                     "is not a KV format the engine serves; one of",
+                     "fp16, bf16, fp8_e4m3, fp8_e5m2, int8, int4");
+  }
+
   void collect_finished();
   // Writes the tokens a sampling sequence emits from its logit rows (1 + drafts) into `out`;
   // returns how many.

@@ -45,6 +45,27 @@ constexpr std::int64_t kv_scale_group_bytes(const KVCacheFormat& format) noexcep
   return format.dtype == DType::kInt4 ? 8 : 4;
 }
 
+/// The format inferkit's PagedKVCache stores `dtype` in, with pages of `block_size` tokens:
+/// fp8 (e4m3, e5m2) a scale per page and head, int8 a scale per token and head, int4 a scale and
+/// a zero point per token and head, none for fp32 / fp16 / bf16 (kv/paged_kv_cache.hpp; the
+/// perf tests check the bytes against the cache's own). kv_capacity --kv-scales inferkit plans
+/// with it.
+constexpr KVCacheFormat paged_kv_cache_format(DType dtype, std::int64_t block_size) noexcept {
+  switch (dtype) {
+    case DType::kFloat8E4M3:
+    case DType::kFloat8E5M2:
+      return {dtype, KVScaleLayout::kPerBlockHead, block_size};
+    case DType::kInt8:
+    case DType::kInt4:
+      return {dtype, KVScaleLayout::kPerTokenHead, block_size};
+    case DType::kFloat32:
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      break;
+  }
+  return {dtype, KVScaleLayout::kNone, block_size};
+}
+
 namespace detail {
 
 inline void validate_kv_format(const KVCacheFormat& format) {

@@ -20,8 +20,12 @@
 // Threads: declarations only; the kernels' own rules are cpu/paged_attention.hpp's.
 #pragma once
 
+#include <cstdint>
 #include <inferkit/attention/cpu/paged_attention.hpp>
+#include <inferkit/core/bfloat16.hpp>
 #include <inferkit/core/cpu_isa.hpp>
+#include <inferkit/core/float16.hpp>
+#include <inferkit/core/float8.hpp>
 
 /// INFERKIT_CPU_ATTENTION_FOR_EACH_PATH(X, KV): `X(path, KV)` for each instruction-set path
 /// paged_attention_kernel() can return in this build (core/cpu_isa.hpp): AVX-512, AVX2 and the
@@ -55,6 +59,14 @@
   namespace inferkit::detail {                                                  \
   INFERKIT_CPU_ATTENTION_FOR_EACH_PATH(INFERKIT_CPU_ATTENTION_DECLARE_PATH, KV) \
   }
+/// INFERKIT_CPU_ATTENTION_ENGINE_KV_TYPES(X): `X(KV)` for each KV storage type an Engine serves
+/// (engine/engine.hpp's kEngineKVDTypes), for a program that builds engines:
+/// `INFERKIT_CPU_ATTENTION_ENGINE_KV_TYPES(INFERKIT_CPU_ATTENTION_EXTERN)` in every TU.
+#define INFERKIT_CPU_ATTENTION_ENGINE_KV_TYPES(X) \
+  X(inferkit::float16)                            \
+  X(inferkit::bfloat16)                           \
+  X(inferkit::float8_e4m3) X(inferkit::float8_e5m2) X(std::int8_t) X(std::uint8_t)
+
 /// Instantiates the CPU attention kernels of KV type `KV` on every path of this build; one TU
 /// of the program does this for each KV type that INFERKIT_CPU_ATTENTION_EXTERN names.
 #define INFERKIT_CPU_ATTENTION_INSTANTIATE(KV)                                 \

@@ -64,7 +64,7 @@ inline bool Engine::step() {
   const auto vocab = static_cast<std::size_t>(model_.config().vocab_size);
   logits_.resize(plan.logits_indices.size() * vocab);
   const auto f0 = std::chrono::steady_clock::now();
-  model_.forward(plan, kv_, ws_, logits_);
+  std::visit([&](auto& kv) { model_.forward(plan, kv, ws_, logits_); }, kv_);
   stats_.forward_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
   if (options_.time_forward_phases) stats_.forward_phase_seconds = ws_.phase_seconds;

@@ -1,0 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fp8 KV attention kernels of bench_model (engine_attention_kernels.hpp).
+#include <inferkit/attention/cpu/kernel_instances.hpp>
+
+INFERKIT_CPU_ATTENTION_INSTANTIATE(inferkit::float8_e4m3)
+INFERKIT_CPU_ATTENTION_INSTANTIATE(inferkit::float8_e5m2)
