@@ -85,6 +85,41 @@ TEST_CASE("page_scale and token_address: the fixture's dequantized elements",
   CHECK(detail::page_scale<float16>(nullptr, 3, 2, 1) == 1.0f);
 }
 
+TEST_CASE("int4_nibble: words of packed int4 pages give the fixture's dequantized elements",
+          "[attention][kv_element_math]") {
+  // The CUDA decode kernel reads packed int4 a 32-bit word at a time (8 dims) and takes
+  // (int4_nibble - zero) * scale with the token's scale and zero point: every element of K and V,
+  // read that way, is the value the fixture's reference (and the CPU kernels) use.
+  Rng rng(22);
+  const auto f = test::make_paged_kv<std::uint8_t>(rng, {1, 17, 40}, 2, 16, 64);
+  const PagedKVView<const std::uint8_t> kv = f.view();
+  const PageTableView pages = f.table();
+  for (std::int32_t s = 0; s < f.num_seqs(); ++s) {
+    for (std::int64_t pos = 0; pos < f.seq_lens[static_cast<std::size_t>(s)]; ++pos) {
+      for (std::int32_t h = 0; h < 2; ++h) {
+        const detail::TokenAddress a = detail::token_address(kv, pages, s, h, pos);
+        const auto slot = static_cast<std::int32_t>(pos % kv.block_size);
+        const std::int64_t si = kv.token_scale_index(a.block, h, slot);
+        for (const bool want_v : {false, true}) {
+          const std::uint8_t* row = (want_v ? kv.v : kv.k) + a.offset;
+          const float scale = (want_v ? kv.v_scale : kv.k_scale)[si];
+          const float zero = (want_v ? kv.v_zero : kv.k_zero)[si];
+          for (std::int32_t d = 0; d < 64; ++d) {
+            const std::uint8_t* w = row + d / 8 * 4;  // the little-endian word holding dim d
+            const std::uint32_t word = std::uint32_t{w[0]} | std::uint32_t{w[1]} << 8 |
+                                       std::uint32_t{w[2]} << 16 | std::uint32_t{w[3]} << 24;
+            const float got = (static_cast<float>(detail::int4_nibble(word, d % 8)) - zero) * scale;
+            CHECK(got == (want_v ? f.value(f.v, f.v_scale, f.v_zero, s, pos, h, d)
+                                 : f.value(f.k, f.k_scale, f.k_zero, s, pos, h, d)));
+          }
+        }
+      }
+    }
+  }
+  CHECK(detail::int4_nibble(0x87654321u, 0) == 1u);  // the low nibble of the first byte
+  CHECK(detail::int4_nibble(0x87654321u, 7) == 8u);
+}
+
 TEST_CASE("swizzled_chunk: a bijection per row, conflict-free across 8 rows",
           "[attention][kv_element_math]") {
   for (std::int32_t chunks : {8, 16, 32}) {

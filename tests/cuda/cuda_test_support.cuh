@@ -27,6 +27,7 @@ template <class KV>
 struct DevicePagedFixture {
   DeviceBuffer<KV> k, v;
   DeviceBuffer<float> k_scale, v_scale;
+  DeviceBuffer<float> k_zero, v_zero;  // packed int4's zero points; empty otherwise
   DeviceBuffer<std::int32_t> indptr, indices, last_page_len;
   PagedKVView<const KV> host_geometry;
   PageTableView host_pages;
@@ -36,6 +37,8 @@ struct DevicePagedFixture {
         v(f.v),
         k_scale(f.k_scale),
         v_scale(f.v_scale),
+        k_zero(f.k_zero),
+        v_zero(f.v_zero),
         indptr(f.indptr),
         indices(f.indices),
         last_page_len(f.last_page_len),
@@ -48,6 +51,8 @@ struct DevicePagedFixture {
     out.v = v.data();
     out.k_scale = k_scale.size() > 0 ? k_scale.data() : nullptr;
     out.v_scale = v_scale.size() > 0 ? v_scale.data() : nullptr;
+    out.k_zero = k_zero.size() > 0 ? k_zero.data() : nullptr;
+    out.v_zero = v_zero.size() > 0 ? v_zero.data() : nullptr;
     return out;
   }
   [[nodiscard]] PageTableView pages() const {

@@ -2,9 +2,9 @@
 // Device tests of attention/cuda/paged_attention.cuh: paged_decode and paged_prefill on the GPU
 // against the double reference and the CPU backend, on the CPU tests' randomized paged fixtures
 // (shuffled pages, NaN in every unwritten slot): head_dim 64/128/256, GQA 1/4/8, page sizes
-// 1/16/128, lengths 1 to 32K, every CUDA KV dtype, fp32 and 16-bit q/out, q_per_seq > 1,
-// window / soft cap / non-causal / custom mask, forced and planned splits, batches beyond one
-// launch's kMaxPlanSeqs, and q read in place from a fused QKV buffer (q strides).
+// 1/16/128, lengths 1 to 32K, every CUDA KV dtype (packed int4 included), fp32 and 16-bit q/out,
+// q_per_seq > 1, window / soft cap / non-causal / custom mask, forced and planned splits, batches
+// beyond one launch's kMaxPlanSeqs, and q read in place from a fused QKV buffer (q strides).
 //
 // Tolerances: decode runs fp32 math on the exact dequantized values, so only accumulation
 // order separates it from the reference (5e-5; 2e-4 at 32K keys), plus the rounding of a 16-bit
@@ -296,7 +296,8 @@ AttentionParams noncausal() {
 }  // namespace
 
 TEMPLATE_TEST_CASE("paged_decode(cuda): matches the reference for every KV dtype",
-                   "[cuda][paged_attention]", float16, bfloat16, float8_e4m3, float8_e5m2) {
+                   "[cuda][paged_attention]", float16, bfloat16, float8_e4m3, float8_e5m2,
+                   std::uint8_t) {
   const std::vector<Case> cases = {
       {128, 2, 4, 16, 1, {1, 16, 64, 37, 300}},
       {64, 1, 8, 1, 1, {5, 23, 1}},
@@ -327,6 +328,7 @@ TEST_CASE("paged_decode(cuda): GQA, q_per_seq, masks, 16-bit q/out, long and ske
 TEST_CASE("paged_decode(cuda): a 32K context with GQA 8", "[cuda][paged_attention][slow]") {
   check_decode<bfloat16, float>({128, 8, 8, 16, 1, {32768}}, 410);
   check_decode<float8_e4m3, float>({128, 8, 4, 128, 1, {32768, 1}}, 411);
+  check_decode<std::uint8_t, float>({64, 3, 3, 16, 1, {32768, 7}}, 412);  // SmolLM2's shape
 }
 
 TEMPLATE_TEST_CASE("paged_prefill(cuda): matches the reference on tensor cores",

@@ -31,11 +31,12 @@
 
 namespace inferkit::detail::cuda {
 
-/// KV storage types the CUDA kernels read.
+/// KV storage types the CUDA decode kernel reads (std::uint8_t: packed int4).
 template <class KV>
 inline constexpr bool is_cuda_kv_type_v =
     std::is_same_v<KV, float16> || std::is_same_v<KV, bfloat16> ||
-    std::is_same_v<KV, float8_e4m3> || std::is_same_v<KV, float8_e5m2>;
+    std::is_same_v<KV, float8_e4m3> || std::is_same_v<KV, float8_e5m2> ||
+    std::is_same_v<KV, std::uint8_t>;
 
 inline void check_aligned(const void* p, const char* name) {
   if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) {
@@ -177,7 +178,8 @@ namespace inferkit {
 
 /// Decode attention over paged KV on the GPU (see `PagedDecodeArgs`): split-KV flash-decoding
 /// on CUDA cores with fp32 softmax; every query row of a GQA group (times q_per_seq) shares each
-/// K/V tile; fp8 block scales are folded into the logit and value factors per page. All
+/// K/V tile; fp8 block scales are folded into the logit and value factors per page, and packed
+/// int4's per-token scales likewise, its zero points subtracted as the codes are widened. All
 /// pointers are device memory except `host_pages`. Asynchronous on `backend.stream`.
 /// Throws as `validate(args)` (run on the host mirror), `Error{kUnsupported}` for a head_dim
 /// other than 64/128/256, `Error{kInvalidArgument}` for misaligned pointers, q strides that are
@@ -185,7 +187,8 @@ namespace inferkit {
 template <class KV, class QO>
 void paged_decode(cuda backend, const PagedDecodeArgs<KV, QO>& args) {
   static_assert(detail::cuda::is_cuda_kv_type_v<KV>,
-                "CUDA paged_decode reads float16, bfloat16, float8_e4m3 or float8_e5m2 KV");
+                "CUDA paged_decode reads float16, bfloat16, float8_e4m3, float8_e5m2 or packed "
+                "int4 (std::uint8_t) KV");
   detail::cuda::check_cuda_args(args);
   PagedDecodeArgs<KV, QO> host = args;
   host.pages = args.host_pages;

@@ -2,8 +2,9 @@
 // How GPU attention kernels read stored K/V, as plain integer and float math tested on the CPU:
 // fp8 codes widened to fp16 bit patterns by shifts (e5m2 is the top byte of an fp16; e4m3 lands
 // scaled by 2^-8, which `kDequantFold` folds back into the per-page scale, so no per-element
-// multiply remains), the per-page scale of a (block, head), the address of a token's row in the
-// pages, and the XOR swizzle that makes tensor-core tile loads bank-conflict free.
+// multiply remains), packed int4 codes taken from a word by position, the per-page scale of a
+// (block, head), the address of a token's row in the pages, and the XOR swizzle that makes
+// tensor-core tile loads bank-conflict free.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,13 @@ INFERKIT_HOST_DEVICE constexpr std::uint32_t fp8x2_to_half2_bits(std::uint32_t t
     static_assert(std::is_same_v<F8, float8_e5m2>, "fp8x2_to_half2_bits: an fp8 type");
     return ((two & 0xFFu) << 8) | ((two & 0xFF00u) << 16);
   }
+}
+
+/// Element `i` (0..7) of a little-endian 32-bit word of packed int4 KV (two dims a byte, the
+/// even dim in the low nibble): bits 4i..4i+3, an unsigned code 0..15 (value = (code - zero) *
+/// scale, with the token's zero point and scale).
+INFERKIT_HOST_DEVICE constexpr std::uint32_t int4_nibble(std::uint32_t word, int i) noexcept {
+  return (word >> (4 * i)) & 0xFu;
 }
 
 /// The factor between a stored element as the kernels widen it and its value before the

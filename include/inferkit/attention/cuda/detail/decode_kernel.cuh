@@ -4,7 +4,8 @@
 // Every query row of the GQA group (times q_per_seq) is a "team" of threads that reads the same
 // tile, so each K/V byte leaves global memory once per group; when the block has fewer rows than
 // teams, the spare teams take other tokens of the tile (slices), merged at the end. Each team
-// lane owns one 16-byte vector of the head; a row's dot product is a shuffle sum over its team.
+// lane owns one 16-byte vector of the head (8 bytes, 16 dims, of packed int4, so that a 64-dim
+// head still spreads over 4 lanes); a row's dot product is a shuffle sum over its team.
 #pragma once
 
 #if !defined(__CUDACC__)
@@ -25,16 +26,39 @@ namespace inferkit::detail::cuda {
 /// Compile-time shape of the decode kernel for one KV type and head size.
 template <class KV, int kHeadDim>
 struct DecodeConfig {
-  static constexpr int kVec = 16 / static_cast<int>(sizeof(KV));  ///< elements per 16 bytes
+  /// Packed int4 (std::uint8_t): two dims a byte, a scale and a zero point per token and head.
+  static constexpr bool kPackedInt4 = std::is_same_v<KV, std::uint8_t>;
+  /// Bytes of one token's head.
+  static constexpr int kRowBytes =
+      kPackedInt4 ? kHeadDim / 2 : kHeadDim * static_cast<int>(sizeof(KV));
+  static constexpr int kRowVectors = kRowBytes / 16;  ///< 16-byte copies per row
+  /// Elements each lane of a team owns: one 16-byte vector, or 8 bytes of packed int4.
+  static constexpr int kVec = kPackedInt4 ? 16 : 16 / static_cast<int>(sizeof(KV));
   static constexpr int kDimLanes = kHeadDim / kVec;  ///< threads that share one row's head
   static constexpr int kTeams = 8;                   ///< query rows (or token slices) per CTA
   static constexpr int kThreads = kTeams * kDimLanes;
   /// Tokens per tile: 4 KiB of K (and of V) per stage.
-  static constexpr int kTileTokens = 4096 / (kHeadDim * static_cast<int>(sizeof(KV)));
+  static constexpr int kTileTokens = 4096 / kRowBytes;
   static constexpr int kStages = 3;       ///< tiles in flight
   static constexpr int kGroupTokens = 4;  ///< logits per softmax rescale of a team
-  static_assert(kDimLanes >= 4 && kDimLanes <= 32 && kHeadDim % kVec == 0);
+  /// Zero points kept per stage: one per token for packed int4, none otherwise.
+  static constexpr int kZeroTokens = kPackedInt4 ? kTileTokens : 1;
+  static_assert(kDimLanes >= 4 && kDimLanes <= 32 && kHeadDim % kVec == 0 && kRowBytes % 16 == 0);
 };
+
+/// The `kVec` elements lane `lane` of a team owns in a row of a shared tile, as floats: widened
+/// 16-byte vectors, or packed int4 codes minus the token's zero point `zero`.
+template <class C, class KV>
+__device__ __forceinline__ void lane_to_float(const uint4* row, int lane, float zero, float* out) {
+  if constexpr (C::kPackedInt4) {
+    const uint2 w = reinterpret_cast<const uint2*>(row)[lane];
+    int4x8_to_float(w.x, zero, out);
+    int4x8_to_float(w.y, zero, out + 8);
+  } else {
+    (void)zero;
+    vec16_to_float<KV>(row[lane], out);
+  }
+}
 
 /// Sum of `x` over the `kLanes` lanes of a team (aligned lane groups of a warp).
 template <int kLanes>
@@ -105,10 +129,13 @@ __global__ void __launch_bounds__(DecodeConfig<KV, kHeadDim>::kThreads, 1)
                         const __grid_constant__ AttentionPlan plan) {
   using C = DecodeConfig<KV, kHeadDim>;
   constexpr int kVec = C::kVec;
-  __shared__ alignas(16) uint4 k_tile[C::kStages][C::kTileTokens][C::kDimLanes];
-  __shared__ alignas(16) uint4 v_tile[C::kStages][C::kTileTokens][C::kDimLanes];
-  __shared__ float k_factor[C::kStages][C::kTileTokens];  // sm_scale x page scale x fold
+  __shared__ alignas(16) uint4 k_tile[C::kStages][C::kTileTokens][C::kRowVectors];
+  __shared__ alignas(16) uint4 v_tile[C::kStages][C::kTileTokens][C::kRowVectors];
+  // sm_scale x page scale x fold (int4: x the token's scale)
+  __shared__ float k_factor[C::kStages][C::kTileTokens];
   __shared__ float v_factor[C::kStages][C::kTileTokens];
+  __shared__ float k_zero[C::kStages][C::kZeroTokens];  // packed int4: the token's zero points
+  __shared__ float v_zero[C::kStages][C::kZeroTokens];
   __shared__ float slice_o[C::kTeams][kHeadDim];
   __shared__ float slice_max[C::kTeams];
   __shared__ float slice_sum[C::kTeams];
@@ -151,16 +178,25 @@ __global__ void __launch_bounds__(DecodeConfig<KV, kHeadDim>::kThreads, 1)
 
   // Tile `t` (tokens lo + t * kTileTokens ...) into stage buffer `buf`; slots past `hi` are
   // zero-filled and never read, so unwritten page slots never reach the math.
+  constexpr int kPer16 = 16 / static_cast<int>(sizeof(KV));  // stored elements per 16 bytes
   const auto load_tile = [&](int buf, std::int64_t t0) {
-    for (int v = tid; v < C::kTileTokens * C::kDimLanes; v += C::kThreads) {
-      const int j = v / C::kDimLanes;
-      const int c = v % C::kDimLanes;
+    for (int v = tid; v < C::kTileTokens * C::kRowVectors; v += C::kThreads) {
+      const int j = v / C::kRowVectors;
+      const int c = v % C::kRowVectors;
       const std::int64_t p = t0 + j;
       const bool ok = p < hi;
       const TokenAddress at = ok ? token_address(a.kv, a.pages, s, kv_head, p) : TokenAddress{};
-      cp_async_16(&k_tile[buf][j][c], a.kv.k + at.offset + c * kVec, ok);
-      cp_async_16(&v_tile[buf][j][c], a.kv.v + at.offset + c * kVec, ok);
-      if (c == 0) {
+      cp_async_16(&k_tile[buf][j][c], a.kv.k + at.offset + c * kPer16, ok);
+      cp_async_16(&v_tile[buf][j][c], a.kv.v + at.offset + c * kPer16, ok);
+      if (c != 0) continue;
+      if constexpr (C::kPackedInt4) {
+        const auto slot = static_cast<std::int32_t>(p % a.kv.block_size);
+        const std::int64_t si = ok ? a.kv.token_scale_index(at.block, kv_head, slot) : 0;
+        k_factor[buf][j] = ok ? a.sm_scale * a.kv.k_scale[si] : 0.0f;
+        v_factor[buf][j] = ok ? a.kv.v_scale[si] : 0.0f;
+        k_zero[buf][j] = ok ? a.kv.k_zero[si] : 0.0f;
+        v_zero[buf][j] = ok ? a.kv.v_zero[si] : 0.0f;
+      } else {
         const std::int32_t heads = a.kv.num_kv_heads;
         k_factor[buf][j] =
             ok ? a.sm_scale * page_scale<KV>(a.kv.k_scale, at.block, heads, kv_head) : 0.0f;
@@ -197,7 +233,7 @@ __global__ void __launch_bounds__(DecodeConfig<KV, kHeadDim>::kThreads, 1)
         logit[i] = kNegInf;
         if (j < count && a.params.visible(pos, t0 + j)) {  // uniform over the team
           float k[kVec];
-          vec16_to_float<KV>(k_tile[buf][j][lane], k);
+          lane_to_float<C, KV>(k_tile[buf][j], lane, k_zero[buf][C::kPackedInt4 ? j : 0], k);
           float dot = 0.0f;
 #pragma unroll
           for (int e = 0; e < kVec; ++e) dot = fmaf(q[e], k[e], dot);
@@ -215,7 +251,7 @@ __global__ void __launch_bounds__(DecodeConfig<KV, kHeadDim>::kThreads, 1)
         if (p != 0.0f) {  // masked tokens (p = 0) are never read: their slots may hold NaN
           const int j = j0 + i * slices;
           float v[kVec];
-          vec16_to_float<KV>(v_tile[buf][j][lane], v);
+          lane_to_float<C, KV>(v_tile[buf][j], lane, v_zero[buf][C::kPackedInt4 ? j : 0], v);
           const float pv = p * v_factor[buf][j];
 #pragma unroll
           for (int e = 0; e < kVec; ++e) o[e] = fmaf(pv, v[e], o[e]);

@@ -3,7 +3,7 @@
 // PTX instruction or a short conversion: cp.async (16-byte global -> shared copies, zero-filled
 // when the source is out of range), ldmatrix and mma.sync m16n8k16 for the tensor-core prefill,
 // and element conversions between the storage types and float (the bit math behind the fp8
-// ones is in attention/detail/kv_element_math.hpp, tested on the CPU).
+// and packed int4 ones is in attention/detail/kv_element_math.hpp, tested on the CPU).
 #pragma once
 
 #if !defined(__CUDACC__)
@@ -132,6 +132,13 @@ __device__ __forceinline__ void vec16_to_float(const uint4& v, float* out) {
   word_to_float<KV>(v.y, out + kPer);
   word_to_float<KV>(v.z, out + 2 * kPer);
   word_to_float<KV>(v.w, out + 3 * kPer);
+}
+
+/// The 8 packed int4 codes of a 32-bit word (dims in order, int4_nibble) as code - `zero`: the
+/// value before the token's scale, rounded as the CPU kernels round it.
+__device__ __forceinline__ void int4x8_to_float(std::uint32_t w, float zero, float* out) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = __uint2float_rn(int4_nibble(w, i)) - zero;
 }
 
 /// A query/output element as float, and back (round to nearest even).
