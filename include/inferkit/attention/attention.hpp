@@ -44,7 +44,8 @@ inline constexpr std::int32_t kDefaultKvSplitTokens = 2048;
 /// activations in 16 bits; the CPU backend converts them through fp32). All pointers are host
 /// memory for the CPU backend, device memory for CUDA, which also needs `host_pages`.
 ///
-/// CUDA backend: KV float16, bfloat16, float8_e4m3 or float8_e5m2, head_dim 64, 128 or 256.
+/// CUDA backend: KV float16, bfloat16, float8_e4m3, float8_e5m2 or packed int4 (std::uint8_t),
+/// head_dim 64, 128 or 256.
 /// It plans the split itself (see `plan_attention`), so a sequence's rounding may depend on the
 /// rest of the batch; `kv_split_tokens = 0` still means never split.
 template <class KV, class QO = float>
