@@ -8,7 +8,8 @@
 // iteration times; each ratio is given from the sums and from the medians (`_median`).
 // Whole model (needs $INFERKIT_MODEL, the file scripts/fetch-model.sh prints; skipped without):
 // decode steps of the Engine at batch 1/8/32 against a streaming read of all the weight bytes a
-// step reads (batch 1's floor) and against batch-1 steps timed alongside; prefill of a prompt
+// step reads (batch 1's floor) and against batch-1 steps timed alongside; decode over long
+// contexts in each KV format against fp16 KV timed alongside; prefill of a prompt
 // chunk against those batch-1 steps; batch-1 decode beside a busy-loop process against quiet
 // 1-thread decode (the shared-host case).
 // Run: OMP_NUM_THREADS=2 ./inferkit_bench_model (and OMP_NUM_THREADS=1).
@@ -332,8 +333,10 @@ std::string precision_label(bool int8) { return int8 ? "int8 activations" : "fp3
 /// context (never a preemption), without a prefix cache.
 std::unique_ptr<Engine> bench_engine(const LlamaModel& model, std::int32_t max_seqs,
                                      std::int64_t budget, std::int64_t kv_tokens,
-                                     bool adaptive_threads = true, bool time_phases = false) {
+                                     bool adaptive_threads = true, bool time_phases = false,
+                                     DType kv_dtype = DType::kFloat16) {
   EngineOptions o;
+  o.kv_dtype = kv_dtype;
   o.adaptive_threads = adaptive_threads;
   o.time_forward_phases = time_phases;
   o.num_blocks = static_cast<std::int32_t>(kv_tokens / o.block_size + max_seqs + 1);
@@ -348,9 +351,10 @@ std::unique_ptr<Engine> bench_engine(const LlamaModel& model, std::int32_t max_s
 /// prompt is prefilled, so that each further step() is one decode row per request.
 std::unique_ptr<Engine> decoding_engine(const LlamaModel& model, std::int32_t batch,
                                         std::int32_t prompt_tokens, bool adaptive_threads = true,
-                                        bool time_phases = false) {
+                                        bool time_phases = false,
+                                        DType kv_dtype = DType::kFloat16) {
   auto engine = bench_engine(model, batch, 2048, std::int64_t{batch} * (prompt_tokens + 1536),
-                             adaptive_threads, time_phases);
+                             adaptive_threads, time_phases, kv_dtype);
   GenerationParams p;
   p.max_new_tokens = 1536;
   p.stop_at_eos = false;
@@ -406,6 +410,36 @@ void BM_Model_Decode(benchmark::State& state) {
   state.counters["ms_per_step"] = step_s * 1e3;
   state.counters["threads"] = num_threads();
   state.SetLabel(precision_label(int8));
+}
+
+/// Decode where the KV is read more than the weights (16 requests over 512-token prompts: about
+/// twice the weights' bytes in fp16 KV per step) with K/V stored as kEngineKVDTypes[kv], int8
+/// activations: tokens/s, and the speedup over the same step on fp16 pages timed alongside
+/// (`speedup_vs_fp16`), what a smaller KV format buys the engine beside the memory it saves.
+void BM_Model_Decode_KV(benchmark::State& state) {
+  const LoadedModel* m = loaded_model(true);
+  if (m == nullptr) {
+    state.SkipWithError("set INFERKIT_MODEL to the file scripts/fetch-model.sh prints");
+    return;
+  }
+  const DType dtype = kEngineKVDTypes[static_cast<std::size_t>(state.range(0))];
+  constexpr std::int32_t kBatch = 16;
+  constexpr std::int32_t kPrompt = 512;
+  std::unique_ptr<Engine> engine = decoding_engine(m->model, kBatch, kPrompt, true, false, dtype);
+  std::unique_ptr<Engine> fp16 = decoding_engine(m->model, kBatch, kPrompt);
+  PairedTimes vs_fp16;
+  for (auto _ : state) {
+    vs_fp16.kernel.push_back(timed_step(*engine));
+    state.PauseTiming();
+    vs_fp16.baseline.push_back(timed_step(*fp16));
+    state.ResumeTiming();
+  }
+  const double step_s = vs_fp16.report(state, "speedup_vs_fp16");
+  state.counters["tokens_per_s"] = kBatch / step_s;
+  state.counters["kv_bytes_per_token"] =
+      static_cast<double>(Engine::kv_page_bytes(m->model, dtype, 16)) / 16.0;
+  state.counters["threads"] = num_threads();
+  state.SetLabel("kv " + std::string(to_string(dtype)) + ", int8 activations");
 }
 
 /// Where a decode step's time goes: each forward phase's share of the step (`share_<phase>`,
@@ -838,6 +872,12 @@ BENCHMARK(BM_Model_Decode)
 BENCHMARK(BM_Model_Decode_Phases)
     ->ArgNames({"batch", "int8"})
     ->ArgsProduct({{1, 32}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0)
+    ->UseRealTime();
+BENCHMARK(BM_Model_Decode_KV)
+    ->ArgName("kv")
+    ->DenseRange(1, static_cast<int>(kEngineKVDTypes.size()) - 1)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0)
     ->UseRealTime();
