@@ -152,19 +152,22 @@ struct Figures {
   std::vector<std::vector<inferkit::TokenId>> outputs;  // by request index
 };
 
-// How the KV pages are stored and how many there are.
+constexpr std::int32_t kBlockSize = 16;  // tokens per KV page (EngineOptions' default)
+
+// How the KV pages are stored, what one takes and how many there are.
 struct KvPool {
   inferkit::DType dtype = inferkit::DType::kFloat16;
+  std::int64_t page_bytes = 0;  // Engine::kv_page_bytes
   std::int32_t num_blocks = 4096;
 };
 
 // The pool of `dtype` pages that `flags.kv_memory_mb` holds (4096 pages when it is 0).
 KvPool kv_pool(const inferkit::LlamaModel& model, inferkit::DType dtype, const Flags& flags) {
-  KvPool pool{dtype, 4096};
+  KvPool pool{dtype, inferkit::Engine::kv_page_bytes(model, dtype, kBlockSize), 4096};
   if (flags.kv_memory_mb > 0) {
     const double bytes = flags.kv_memory_mb * 1048576.0;
-    const auto page = static_cast<double>(inferkit::Engine::kv_page_bytes(model, dtype, 16));
-    pool.num_blocks = static_cast<std::int32_t>(std::max(1.0, std::floor(bytes / page)));
+    pool.num_blocks = static_cast<std::int32_t>(
+        std::max(1.0, std::floor(bytes / static_cast<double>(pool.page_bytes))));
   }
   return pool;
 }
@@ -193,6 +196,7 @@ Figures measure(const inferkit::examples::LoadedModel& m, const Workload& w, con
                 const Flags& f, const KvPool& kv, std::vector<inferkit::StepSample>& samples) {
   inferkit::EngineOptions o;
   o.num_blocks = kv.num_blocks;
+  o.block_size = kBlockSize;
   o.kv_dtype = kv.dtype;
   o.scheduler = scheduler_of(c, f);
   o.prefix_cache = c.prefix_cache;
@@ -224,8 +228,8 @@ Figures measure(const inferkit::examples::LoadedModel& m, const Workload& w, con
   for (const inferkit::StepMetrics& s : engine.step_metrics()) {
     samples.push_back({s.num_tokens, s.num_seqs, s.context_tokens, s.committed_s - s.scheduled_s});
     fig.peak_running = std::max(fig.peak_running, s.num_running);
-    fig.preemptions += s.preemptions;
   }
+  fig.preemptions = engine.scheduler_stats().preemptions;
   fig.outputs.resize(w.prompts.size());
   for (inferkit::RequestOutcome& r : done) {
     const auto at = std::find(ids.begin(), ids.end(), r.id) - ids.begin();
@@ -247,7 +251,7 @@ inferkit::ServingSummary predict(const Workload& w, const Config& c, const Flags
     s.prefix_tokens = w.system_tokens;
     specs.push_back(s);
   }
-  inferkit::BlockAllocator pool(kv.num_blocks, 16);
+  inferkit::BlockAllocator pool(kv.num_blocks, kBlockSize);
   std::optional<inferkit::RadixTree> tree;
   if (c.prefix_cache) tree.emplace(pool);
   inferkit::ContinuousScheduler<> sched(pool, tree ? &*tree : nullptr, scheduler_of(c, f));
@@ -285,8 +289,8 @@ int kv_sweep(const inferkit::examples::LoadedModel& m, const Workload& w, Flags 
     pools.push_back(kv_pool(m.model, dtype, f));
     figs.push_back(measure(m, w, config, f, pools.back(), samples));
   }
-  const auto bytes_per_token = [&](const KvPool& pool) {
-    return static_cast<double>(inferkit::Engine::kv_page_bytes(m.model, pool.dtype, 16)) / 16.0;
+  const auto bytes_per_token = [](const KvPool& pool) {
+    return static_cast<double>(pool.page_bytes) / kBlockSize;
   };
   if (f.json) {
     using inferkit::examples::fixed;

@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(DecodeConfig<KV, kHeadDim>::kThreads, 1)
         logit[i] = kNegInf;
         if (j < count && a.params.visible(pos, t0 + j)) {  // uniform over the team
           float k[kVec];
-          lane_to_float<C, KV>(k_tile[buf][j], lane, k_zero[buf][C::kPackedInt4 ? j : 0], k);
+          lane_to_float<C, KV>(k_tile[buf][j], lane, C::kPackedInt4 ? k_zero[buf][j] : 0.0f, k);
           float dot = 0.0f;
 #pragma unroll
           for (int e = 0; e < kVec; ++e) dot = fmaf(q[e], k[e], dot);
@@ -251,7 +251,7 @@ __global__ void __launch_bounds__(DecodeConfig<KV, kHeadDim>::kThreads, 1)
         if (p != 0.0f) {  // masked tokens (p = 0) are never read: their slots may hold NaN
           const int j = j0 + i * slices;
           float v[kVec];
-          lane_to_float<C, KV>(v_tile[buf][j], lane, v_zero[buf][C::kPackedInt4 ? j : 0], v);
+          lane_to_float<C, KV>(v_tile[buf][j], lane, C::kPackedInt4 ? v_zero[buf][j] : 0.0f, v);
           const float pv = p * v_factor[buf][j];
 #pragma unroll
           for (int e = 0; e < kVec; ++e) o[e] = fmaf(pv, v[e], o[e]);
