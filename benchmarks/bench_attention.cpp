@@ -602,6 +602,13 @@ void BM_PagedDecode(benchmark::State& state) {
   // The same FMAs against the bound of the path that ran (on avx2: two 256-bit FMA ports).
   const double fma_bound = fma_bound_per_second();
   state.counters["ratio_vs_fma_bound"] = fma_bound > 0.0 ? fmas / sec / fma_bound : 0.0;
+  // The highest ratio_vs_paged_read these fp32 multiply-adds allow: the paged read's time over
+  // the time the FMAs take at the bound. Below 1 (int4's quarter of fp16's bytes on 2 cores), no
+  // kernel that computes QK and PV on fp32 FMAs reaches the paged read, however it loads.
+  if (fma_bound > 0.0 && calls > 0) {
+    state.counters["fma_ceiling_vs_paged_read"] =
+        paged_read_s / static_cast<double>(calls) / (fmas / fma_bound);
+  }
   state.counters["working_set_MiB"] =
       bytes * std::min<double>(sets.replicas, 1e9) / (1024.0 * 1024.0);
   if (shuffled) state.counters["ratio_paged_vs_contiguous"] = contiguous_s / kernel_s;

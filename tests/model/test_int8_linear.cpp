@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/model/int8_linear.hpp>
+#include <span>
 #include <string>
 #include <tests/support/error_code.hpp>
 #include <tests/support/ggml_matrices.hpp>
@@ -215,6 +216,72 @@ TEST_CASE("linear_int8: every path gives the portable path's bits", "[model][int
       INFO(type_name(type) << " " << name_of(isa));
       CHECK(same_bits(ref.data(), got.data(), static_cast<std::int64_t>(ref.size())));
     }
+  }
+}
+
+TEST_CASE("linear_int8: products fused over one input give each product's own bits",
+          "[model][int8_linear]") {
+  // Mixed types, rows that end mid-group, an empty product between two others, and token counts
+  // for the decode tiles and AMX's (70: whole tiles and a padded one).
+  const std::int64_t cols = 192;
+  const Matrix a(GgmlType::kQ4_1, 37, cols, 11);
+  const Matrix b(GgmlType::kQ8_0, 16, cols, 12);
+  const Matrix c(GgmlType::kQ4_0, 5, cols, 13);
+  const Int8LinearWeights pa(a.weights()), pb(b.weights()), pc(c.weights()), none;
+  for (const std::int64_t n : {std::int64_t{1}, std::int64_t{3}, std::int64_t{70}}) {
+    const std::vector<float> x = random_activations(n * cols, 14 + static_cast<std::uint64_t>(n));
+    for (Int8Isa isa : int8_isas()) {
+      for (const int threads : {1, 2}) {
+        set_threads(threads);
+        std::vector<float> ya(static_cast<std::size_t>(n * 37), -1.0f);
+        std::vector<float> yb(static_cast<std::size_t>(n * 16), -1.0f);
+        std::vector<float> yc(static_cast<std::size_t>(n * 5), -1.0f);
+        const Int8Product products[] = {
+            {&pa, ya.data()}, {&none, nullptr}, {&pb, yb.data()}, {&pc, yc.data()}};
+        detail::linear_int8_on(isa, products, x.data(), n);
+        INFO("n " << n << " " << name_of(isa) << " threads " << threads);
+        CHECK(same_bits(ya.data(), run(isa, pa, x, n).data(), n * 37));
+        CHECK(same_bits(yb.data(), run(isa, pb, x, n).data(), n * 16));
+        CHECK(same_bits(yc.data(), run(isa, pc, x, n).data(), n * 5));
+      }
+    }
+  }
+  set_threads(2);
+}
+
+TEST_CASE("linear_int8: bad fused products are refused before anything is written",
+          "[model][int8_linear]") {
+  const std::int64_t cols = 192;
+  const Matrix a(GgmlType::kQ4_1, 37, cols, 11);
+  const Matrix b(GgmlType::kQ8_0, 16, cols, 12);
+  const Int8LinearWeights pa(a.weights()), pb(b.weights());
+  {
+    const Matrix other(GgmlType::kQ4_1, 16, 2 * cols, 15);
+    const Int8LinearWeights wide(other.weights());
+    const std::vector<float> x = random_activations(cols, 16);
+    std::vector<float> ya(37, 7.0f);
+    std::vector<float> yw(16, 7.0f);
+    const Int8Product mismatched[] = {{&pa, ya.data()}, {&wide, yw.data()}};
+    const Int8Product null_w[] = {{&pa, ya.data()}, {nullptr, yw.data()}};
+    const Int8Product null_y[] = {{&pa, ya.data()}, {&pb, nullptr}};
+    for (const auto& products :
+         {std::span<const Int8Product>(mismatched), std::span<const Int8Product>(null_w),
+          std::span<const Int8Product>(null_y)}) {
+      CHECK(code_of([&] { linear_int8(products, x.data(), 1); }) == ErrorCode::kInvalidArgument);
+      CHECK(ya[0] == 7.0f);
+    }
+    std::string what;
+    try {
+      linear_int8(mismatched, x.data(), 1);
+    } catch (const Error& e) {
+      what = e.what();
+    }
+    CHECK(what.find("products[1].w cols = 384") != std::string::npos);
+    // No products, or no tokens: nothing read or written.
+    linear_int8(std::span<const Int8Product>(), nullptr, 1);
+    const Int8Product one[] = {{&pa, ya.data()}};
+    linear_int8(one, nullptr, 0);
+    CHECK(ya[0] == 7.0f);
   }
 }
 

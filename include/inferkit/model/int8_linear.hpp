@@ -18,6 +18,7 @@
 // run from several threads at once when each writes its own y.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -32,6 +33,7 @@
 #include <inferkit/model/ggml_type.hpp>
 #include <inferkit/model/quantized_linear.hpp>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -124,6 +126,12 @@ class Int8LinearWeights {
   [[nodiscard]] const std::uint16_t* scales() const noexcept { return scales_.data(); }
 };
 
+/// One product of linear_int8()'s fused form: y[n][w->rows()] = x[n][cols] · Wᵀ.
+struct Int8Product {
+  const Int8LinearWeights* w = nullptr;
+  float* y = nullptr;  ///< token t's outputs at y + t * w->rows(); must not overlap x
+};
+
 namespace detail {
 
 /// A path of the int8-activation products.
@@ -188,49 +196,107 @@ inline Int8Isa int8_linear_isa() {
   return Int8Isa::kBaseline;
 }
 
-/// linear_int8() on the path `isa` (the tests run both; linear_int8 takes the process's).
-inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float* x, std::int64_t n,
-                           float* y) {
+/// Token counts up to which each thread of a product quantizes every token itself (a decode
+/// step's one or two: cheaper than the barrier it saves).
+inline constexpr std::int64_t kPrivateCodesMaxTokens = 2;
+
+/// linear_int8() of several products on the path `isa` (the tests run each path; linear_int8
+/// takes the process's).
+inline void linear_int8_on(Int8Isa isa, std::span<const Int8Product> products, const float* x,
+                           std::int64_t n) {
   check_arg(n >= 0, ErrorCode::kInvalidArgument, "n (tokens)", n, "must be >=", 0);
-  if (n == 0 || w.rows() == 0) return;
-  check_arg(y != nullptr, ErrorCode::kInvalidArgument, "y of tokens", n, "is null; rows", w.rows());
-  check_arg(x != nullptr || w.cols() == 0, ErrorCode::kInvalidArgument, "x of tokens", n,
-            "is null; cols", w.cols());
+  // The input's width: the first product with rows sets it, and every other with rows shares it
+  // (one with no rows reads and writes nothing, whatever its shape).
+  std::int64_t cols = -1;
+  std::int64_t macs = 0;
+  for (std::size_t i = 0; i < products.size(); ++i) {
+    const Int8Product& p = products[i];
+    const auto name = [&](const char* field) {
+      return "products[" + std::to_string(i) + "]." + field;
+    };
+    check_arg(
+        p.w != nullptr, ErrorCode::kInvalidArgument, [&] { return name("w"); }, "null",
+        "must name the product's weights; products:", products.size());
+    if (p.w->rows() == 0) continue;
+    if (cols < 0) cols = p.w->cols();
+    check_arg(
+        p.w->cols() == cols, ErrorCode::kInvalidArgument, [&] { return name("w cols"); },
+        p.w->cols(), "must equal the first product's (the products share one input):", cols);
+    if (n == 0) continue;
+    check_arg(
+        p.y != nullptr, ErrorCode::kInvalidArgument, [&] { return name("y"); }, "null",
+        "must hold the product's outputs; rows", p.w->rows());
+    macs += p.w->rows() * cols * n;
+  }
+  if (macs == 0) return;  // no tokens, no products or no rows: nothing read or written
+  check_arg(x != nullptr || cols == 0, ErrorCode::kInvalidArgument, "x of tokens", n,
+            "is null; cols", cols);
   check_arg(int8_isa_supported(isa), ErrorCode::kUnsupported, "int8 path", int8_isa_name(isa),
             "is not supported by this CPU or build; supported:", "baseline");
   // AMX pays only for prefill-sized batches (kAmxMinTokens): smaller ones take the VNNI path.
   if (isa == Int8Isa::kAmxInt8 && n < kAmxMinTokens) isa = Int8Isa::kAvx512Vnni;
   const bool amx = isa == Int8Isa::kAmxInt8;
-  const std::int64_t cols = w.cols();
   const std::int64_t blocks = cols / kInt8BlockValues;
   // AMX reads whole tiles: the activations are padded to a multiple of 16 tokens (zeros).
   const std::int64_t padded_n =
       amx ? (n + kAmxTileTokens - 1) / kAmxTileTokens * kAmxTileTokens : n;
-  const std::int64_t groups = (w.rows() + kInt8GroupRows - 1) / kInt8GroupRows;
-  const bool parallel = groups > 1 && w.rows() * cols * n >= kLinearParallelMinMacs;
+  // The products' row groups, numbered one after another: a thread takes a share of them all, so
+  // a layer's q, k and v (or gate and up) need one team and one barrier, not one each.
+  std::vector<Int8Job> jobs;
+  std::vector<std::int64_t> first_group;  // product i's groups: [first_group[i], first_group[i+1])
+  jobs.reserve(products.size());
+  first_group.reserve(products.size() + 1);
+  first_group.push_back(0);
+  for (const Int8Product& p : products) {
+    if (p.w->rows() == 0) continue;
+    Int8Job job;
+    job.type = p.w->type();
+    job.quants = p.w->quants();
+    job.scales = p.w->scales();
+    job.rows = p.w->rows();
+    job.blocks = blocks;
+    job.n = n;
+    job.y = p.y;
+    jobs.push_back(job);
+    first_group.push_back(first_group.back() + (job.rows + kInt8GroupRows - 1) / kInt8GroupRows);
+  }
+  const std::int64_t groups = first_group.back();
+  const bool parallel = groups > 1 && macs >= kLinearParallelMinMacs;
 #if INFERKIT_HAS_OPENMP
   const int team = parallel ? omp_get_max_threads() : 1;
 #else
   (void)parallel;  // serial build (INFERKIT_OPENMP=OFF): one thread whatever the size
   const int team = 1;
 #endif
-  // One allocation for the codes and the per-block scales and sums (and, for AMX, each thread's
-  // weight tiles of one group); allocated here, not in the parallel region, where bad_alloc
-  // could not propagate.
+  // With a token or two, each thread quantizes every token into codes of its own, which saves
+  // the barrier between quantizing and multiplying (the codes are the same bits either way).
+  const bool private_codes = team > 1 && n <= kPrivateCodesMaxTokens;
+  const std::int64_t copies = private_codes ? team : 1;
+  // One allocation for the codes and the per-block scales and sums (each thread's, for private
+  // codes; and, for AMX, each thread's weight tiles of one group); allocated here, not in the
+  // parallel region, where bad_alloc could not propagate.
   const std::int64_t code_bytes = (padded_n * cols + 63) / 64 * 64;
   const std::int64_t scale_bytes = (12 * padded_n * blocks + 63) / 64 * 64;
+  const std::int64_t copy_bytes = code_bytes + scale_bytes;
   const std::int64_t tile_bytes = amx ? team * blocks * kAmxWeightTileBytes : 0;
   const std::unique_ptr<std::byte[]> buffer(
-      new std::byte[static_cast<std::size_t>(64 + code_bytes + scale_bytes + tile_bytes)]);
+      new std::byte[static_cast<std::size_t>(64 + copies * copy_bytes + tile_bytes)]);
   std::byte* base = buffer.get() + (64 - reinterpret_cast<std::uintptr_t>(buffer.get()) % 64);
-  Int8ActivationsView xa;
-  xa.q = reinterpret_cast<std::int8_t*>(base);
-  xa.scale = reinterpret_cast<float*>(base + code_bytes);
-  xa.sum = reinterpret_cast<std::int32_t*>(xa.scale + padded_n * blocks);
-  xa.scaled_sum = reinterpret_cast<float*>(xa.sum + padded_n * blocks);
+  const auto codes_of = [&](std::int64_t copy) {
+    std::byte* at = base + copy * copy_bytes;
+    Int8ActivationsView v;
+    v.q = reinterpret_cast<std::int8_t*>(at);
+    v.scale = reinterpret_cast<float*>(at + code_bytes);
+    v.sum = reinterpret_cast<std::int32_t*>(v.scale + padded_n * blocks);
+    v.scaled_sum = reinterpret_cast<float*>(v.sum + padded_n * blocks);
+    v.cols = cols;
+    v.blocks = blocks;
+    return v;
+  };
   [[maybe_unused]] auto* tiles =  // (unused where the build has no AMX kernel)
-      reinterpret_cast<std::uint8_t*>(base + code_bytes + scale_bytes);
-  if (padded_n > n) {  // the padding tokens: zero codes and scales, outputs never written
+      reinterpret_cast<std::uint8_t*>(base + copies * copy_bytes);
+  if (padded_n > n) {  // the padding tokens (AMX: one copy): zero codes and scales, no outputs
+    const Int8ActivationsView xa = codes_of(0);
     std::memset(xa.q + n * cols, 0, static_cast<std::size_t>((padded_n - n) * cols));
     for (std::int64_t i = n * blocks; i < padded_n * blocks; ++i) {
       xa.scale[i] = 0.0f;
@@ -238,17 +304,6 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
       xa.scaled_sum[i] = 0.0f;
     }
   }
-  xa.cols = cols;
-  xa.blocks = blocks;
-  Int8Job job;
-  job.type = w.type();
-  job.quants = w.quants();
-  job.scales = w.scales();
-  job.rows = w.rows();
-  job.blocks = blocks;
-  job.x = xa;
-  job.n = n;
-  job.y = y;
 #if INFERKIT_HAS_OPENMP
 #  pragma omp parallel num_threads(team) if (parallel)
 #endif
@@ -260,9 +315,13 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
     const int threads = 1;
     const int id = 0;
 #endif
-    // Each thread quantizes a share of the tokens, then multiplies a share of the row groups by
-    // all of them.
-    for (std::int64_t t = n * id / threads; t < n * (id + 1) / threads; ++t) {
+    // Each thread quantizes a share of the tokens (private codes: all of them, into its own
+    // copy), then multiplies a share of the row groups by all of them.
+    const bool own = private_codes && threads > 1;
+    const Int8ActivationsView xa = codes_of(own ? id : 0);
+    const std::int64_t t0 = own ? 0 : n * id / threads;
+    const std::int64_t t1 = own ? n : n * (id + 1) / threads;
+    for (std::int64_t t = t0; t < t1; ++t) {
 #if INFERKIT_CPU_DISPATCH
       if (isa == Int8Isa::kAvx512Vnni || amx) {
         int8_avx512::quantize_token(x + t * cols, xa, t);
@@ -273,11 +332,18 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
       int8_baseline::quantize_token(x + t * cols, xa, t);
     }
 #if INFERKIT_HAS_OPENMP
+    if (!own) {
 #  pragma omp barrier
+    }
 #endif
-    const std::int64_t g0 = groups * id / threads;
-    const std::int64_t g1 = groups * (id + 1) / threads;
-    if (g0 < g1) {
+    const std::int64_t mine0 = groups * id / threads;
+    const std::int64_t mine1 = groups * (id + 1) / threads;
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      const std::int64_t g0 = std::max(mine0, first_group[j]) - first_group[j];
+      const std::int64_t g1 = std::min(mine1, first_group[j + 1]) - first_group[j];
+      if (g0 >= g1) continue;
+      Int8Job job = jobs[j];
+      job.x = xa;
       if (amx) {  // (only where the build has the AMX kernel: int8_isa_supported)
 #if INFERKIT_HAS_AMX_KERNEL
         int8_amx::int8_rows(job, g0, g1, tiles + id * blocks * kAmxWeightTileBytes);
@@ -299,6 +365,16 @@ inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float*
   }
 }
 
+/// linear_int8() on the path `isa` (the tests run both; linear_int8 takes the process's).
+inline void linear_int8_on(Int8Isa isa, const Int8LinearWeights& w, const float* x, std::int64_t n,
+                           float* y) {
+  check_arg(n >= 0, ErrorCode::kInvalidArgument, "n (tokens)", n, "must be >=", 0);
+  if (n == 0 || w.rows() == 0) return;
+  check_arg(y != nullptr, ErrorCode::kInvalidArgument, "y of tokens", n, "is null; rows", w.rows());
+  const Int8Product product{&w, y};
+  linear_int8_on(isa, std::span<const Int8Product>(&product, 1), x, n);
+}
+
 }  // namespace INFERKIT_ISA_ABI
 }  // namespace detail
 
@@ -315,6 +391,17 @@ inline namespace INFERKIT_ISA_ABI {
 /// cpu_isa() throws. O(n rows cols).
 inline void linear_int8(const Int8LinearWeights& w, const float* x, std::int64_t n, float* y) {
   detail::linear_int8_on(detail::int8_linear_isa(), w, x, n, y);
+}
+
+/// Several products of the same input (a layer's q, k and v projections; gate and up), each as
+/// linear_int8(*p.w, x, n, p.y): the activations are quantized once and one team of threads
+/// shares the row groups of all the products, so a decode step pays one parallel region and one
+/// quantization where it paid one per product. The same bits as the separate calls. Throws
+/// `Error{kInvalidArgument}` naming the product for a null weights pointer, a product whose cols
+/// differ from the first's, or a null y it would write; otherwise what linear_int8 throws.
+/// O(n Σ rows cols).
+inline void linear_int8(std::span<const Int8Product> products, const float* x, std::int64_t n) {
+  detail::linear_int8_on(detail::int8_linear_isa(), products, x, n);
 }
 
 }  // namespace INFERKIT_ISA_ABI

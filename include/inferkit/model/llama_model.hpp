@@ -256,9 +256,9 @@ class LlamaModel {
           int8_layers_.empty() ? kNoInt8 : int8_layers_[static_cast<std::size_t>(l)];
       rms_norm(ws.x.data(), w.attn_norm, n, ws.h.data());
       lap(LlamaPhase::kNorms);
-      project(w.wq, p.wq, ws.h.data(), n, ws.q.data());
-      project(w.wk, p.wk, ws.h.data(), n, ws.k.data());
-      project(w.wv, p.wv, ws.h.data(), n, ws.v.data());
+      const Projection qkv[] = {
+          {&w.wq, &p.wq, ws.q.data()}, {&w.wk, &p.wk, ws.k.data()}, {&w.wv, &p.wv, ws.v.data()}};
+      project(qkv, ws.h.data(), n);
       lap(LlamaPhase::kQkvProducts);
       rope(ws, n, ws.q.data(), c.num_q_heads);
       rope(ws, n, ws.k.data(), c.num_kv_heads);
@@ -283,8 +283,9 @@ class LlamaModel {
       lap(LlamaPhase::kResidual);
       rms_norm(ws.x.data(), w.ffn_norm, n, ws.h.data());
       lap(LlamaPhase::kNorms);
-      project(w.w_gate, p.w_gate, ws.h.data(), n, ws.gate.data());
-      project(w.w_up, p.w_up, ws.h.data(), n, ws.up.data());
+      const Projection gate_up[] = {{&w.w_gate, &p.w_gate, ws.gate.data()},
+                                    {&w.w_up, &p.w_up, ws.up.data()}};
+      project(gate_up, ws.h.data(), n);
       lap(LlamaPhase::kMlpProducts);
       swiglu(isa, ws.gate.data(), ws.up.data(), n, c.ffn_size);
       lap(LlamaPhase::kActivation);
@@ -322,6 +323,32 @@ class LlamaModel {
     } else {
       linear_int8(packed, x, n, y);
     }
+  }
+
+  // One product of `project`'s fused form: y = x · Wᵀ.
+  struct Projection {
+    const LinearWeights* w;
+    const Int8LinearWeights* packed;
+    float* y;
+  };
+
+  // Products of one input (q, k and v; gate and up): on the int8 units, with the activations
+  // quantized once and one parallel region for all (linear_int8's fused form), when every one is
+  // repacked; else one project() each. The same bits either way.
+  static void project(std::span<const Projection> ps, const float* x, std::int64_t n) {
+    constexpr std::size_t kMaxFused = 3;
+    INFERKIT_ASSERT(ps.size() <= kMaxFused);
+    std::array<Int8Product, kMaxFused> fused;
+    bool all_packed = true;
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      fused[i] = {ps[i].packed, ps[i].y};
+      all_packed = all_packed && !ps[i].packed->empty();
+    }
+    if (all_packed) {
+      linear_int8(std::span<const Int8Product>(fused.data(), ps.size()), x, n);
+      return;
+    }
+    for (const Projection& p : ps) project(*p.w, *p.packed, x, n, p.y);
   }
 
   static void resize(std::vector<float>& v, std::int64_t n) {
