@@ -929,6 +929,7 @@ BENCHMARK(BM_PagedDecode<float16>)
     ->ArgNames({"batch", "ctx", "shuffled", "group"})
     ->ArgsProduct({{1, 8, 32}, {1024, 4096, 16384}, {0, 1}, {4}})
     ->Args({8, 4096, 1, 1})
+    ->Args({8, 4096, 1, 3})  // GQA 3 (SmolLM2's ratio): 3 rows on the 4-row register tiles
     ->Args({8, 4096, 1, 8})
     ->Args({32, 4096, 1, 8})
     ->Args({8, 16384, 1, 8})

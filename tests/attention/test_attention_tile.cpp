@@ -323,8 +323,11 @@ std::vector<TileCase> sweep_cases(Rng& rng) {
   struct RowShape {
     std::int32_t tokens, group;
   };
-  const RowShape shapes[] = {{1, 1}, {1, 2}, {2, 1}, {3, 1}, {1, 4},
-                             {2, 2}, {5, 1}, {2, 4}, {1, 8}, {3, 3}};
+  // 3, 5 and 6 rows run on the direct path as 4 and 8 (direct_path_rows): {1, 3} is a GQA-3
+  // decode block (SmolLM2's), {3, 1} and {2, 3} multi-token ones whose padding rows must neither
+  // write nor read a mask row past the block.
+  const RowShape shapes[] = {{1, 1}, {1, 2}, {2, 1}, {3, 1}, {1, 3}, {1, 4},
+                             {2, 2}, {5, 1}, {2, 3}, {2, 4}, {1, 8}, {3, 3}};
   struct Dim {
     std::int32_t head_dim;
     bool compiled;
@@ -540,6 +543,15 @@ TEMPLATE_TEST_CASE("attend_rows: unwritten NaN slots of a partial last page neve
   }
 }
 
+TEST_CASE("direct_path_rows: register tiles of 1, 2, 4, 8 rows; more rows take the scratch path",
+          "[attention]") {
+  const std::int32_t expected[] = {0, 1, 2, 4, 4, 8, 8, 8, 8, 0, 0};
+  for (std::int32_t rows = 0; rows <= 10; ++rows) {
+    INFO("rows " << rows);
+    CHECK(detail::direct_path_rows(rows) == expected[rows]);
+  }
+}
+
 TEST_CASE("AttentionScratch: every row of every buffer starts on a cache line", "[attention]") {
   // The kernels load and store whole vectors of padded rows (multiples of 16 floats): each row
   // sits in whole 64-byte lines only if the buffers are 64-byte aligned.
@@ -554,7 +566,10 @@ TEST_CASE("AttentionScratch: every row of every buffer starts on a cache line", 
       for (const auto* buffer : {&s.q, &s.o, &s.p, &s.acc, &s.k_tile, &s.v_tile, &s.row_sum}) {
         CHECK(on_line(buffer->data()));
       }
-      CHECK(s.q.size() == static_cast<std::size_t>(rows) * static_cast<std::size_t>(padded));
+      // Room for the rows the block is computed as: 3 rows run on the direct path as 4.
+      const std::int32_t computed = std::max(rows, detail::direct_path_rows(rows));
+      CHECK(computed == (rows == 3 ? 4 : rows));
+      CHECK(s.q.size() == static_cast<std::size_t>(computed) * static_cast<std::size_t>(padded));
     }
   }
 }

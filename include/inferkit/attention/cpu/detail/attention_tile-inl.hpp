@@ -439,9 +439,13 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
   const std::int32_t dim = kHeadDim > 0 ? kHeadDim : head_dim;
   const std::int32_t chunks = chunks_of(dim);
   const std::int32_t padded = padded_head_dim(dim);
+  // The rows computed: kRows on the direct path, which may exceed the block's rows (3 rows run
+  // as 4, 5 to 7 as 8: direct_path_rows), the extra ones with q = 0 and no output.
   const std::int32_t num_rows = kRows > 0 ? kRows : rows.num_rows();
+  const std::int32_t real_rows = rows.num_rows();
   // The caller dispatches kHeadDim from head_dim and reserves the scratch for its largest block.
   INFERKIT_ASSERT(kHeadDim == 0 || kHeadDim == head_dim);
+  INFERKIT_ASSERT(real_rows <= num_rows);
   INFERKIT_ASSERT(s.q.size() >=
                   static_cast<std::size_t>(num_rows) * static_cast<std::size_t>(padded));
   INFERKIT_ASSERT(kRows == 0 ||
@@ -454,12 +458,16 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
   // Scaled queries in padded rows (zero tails), zero outputs.
   const std::int64_t q_head_stride = rows.q_head_stride != 0 ? rows.q_head_stride : dim;
   for (std::int32_t r = 0; r < num_rows; ++r) {
-    const std::int32_t t = r / rows.group;
-    const std::int32_t g = r % rows.group;
-    const float* q = rows.q + t * rows.q_token_stride + g * q_head_stride;
     float* qs = &s.q[scratch_index(r) * scratch_index(padded)];
-    for (std::int32_t d = 0; d < dim; ++d) qs[d] = q[d] * scale;
-    for (std::int32_t d = dim; d < padded; ++d) qs[d] = 0.0f;
+    if (r < real_rows) {
+      const std::int32_t t = r / rows.group;
+      const std::int32_t g = r % rows.group;
+      const float* q = rows.q + t * rows.q_token_stride + g * q_head_stride;
+      for (std::int32_t d = 0; d < dim; ++d) qs[d] = q[d] * scale;
+      for (std::int32_t d = dim; d < padded; ++d) qs[d] = 0.0f;
+    } else {
+      std::fill_n(qs, padded, 0.0f);
+    }
     std::fill_n(&s.o[scratch_index(r) * scratch_index(padded)], padded, 0.0f);
     s.row_max[scratch_index(r)] = kNegInf;
     std::fill_n(&s.row_sum[scratch_index(r) * kTileTokens], kTileTokens, 0.0f);
@@ -498,7 +506,9 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
       std::uint32_t keep[kRows];
       bool masked = false;
       for (std::int32_t r = 0; r < kRows; ++r) {
-        keep[r] = visible(r, tok0, count);
+        // A padding row sees what the last real row sees (its mask row, past the block's
+        // tokens, is not read), so that it never turns an unmasked tile into a masked one.
+        keep[r] = r < real_rows || r == 0 ? visible(r, tok0, count) : keep[r - 1];
         masked = masked || keep[r] != all_keys(count);
       }
       bool raw = false;
@@ -545,7 +555,7 @@ void attend_rows_impl(const QueryRowBlock& rows, const KvHeadSource<KV>& src, st
     }
   }
 
-  for (std::int32_t r = 0; r < num_rows; ++r) {
+  for (std::int32_t r = 0; r < real_rows; ++r) {
     const std::int32_t t = r / rows.group;
     const std::int32_t g = r % rows.group;
     float* out = rows.out + t * rows.out_token_stride + std::int64_t{g} * dim;
@@ -572,14 +582,14 @@ struct IsaKernels {
   using Policy = Simd;
   static constexpr CpuIsa kIsa = CpuIsa::INFERKIT_TILE_CPU_ISA;
 
-  /// Attends a block of rows (see attend_rows_impl): 1, 2, 4 or 8 rows take the direct
-  /// (decode) path, other counts the fp32-scratch (prefill) path.
+  /// Attends a block of rows (see attend_rows_impl): up to 8 rows take the direct (decode)
+  /// path, as direct_path_rows() rows; more take the fp32-scratch (prefill) path.
   template <int kHeadDim, class KV>
   static void attend_rows(const QueryRowBlock& rows, const KvHeadSource<KV>& src,
                           std::int64_t kv_begin, std::int64_t kv_end, std::int32_t head_dim,
                           const AttentionParams& params, std::int32_t prefetch_tokens_ahead,
                           AttentionScratch& s) {
-    switch (rows.num_rows()) {
+    switch (direct_path_rows(rows.num_rows())) {
       case 1:
         return attend_rows_impl<kHeadDim, 1>(rows, src, kv_begin, kv_end, head_dim, params,
                                              prefetch_tokens_ahead, s);
