@@ -128,7 +128,7 @@ class Int8LinearWeights {
 
 /// One product of linear_int8()'s fused form: y[n][w->rows()] = x[n][cols] · Wᵀ.
 struct Int8Product {
-  const Int8LinearWeights* w = nullptr;
+  const Int8LinearWeights* w = nullptr;  ///< the product's weights (cols: the shared input's)
   float* y = nullptr;  ///< token t's outputs at y + t * w->rows(); must not overlap x
 };
 
