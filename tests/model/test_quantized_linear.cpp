@@ -14,6 +14,7 @@
 #include <inferkit/core/float16.hpp>
 #include <inferkit/core/rng.hpp>
 #include <inferkit/model/quantized_linear.hpp>
+#include <span>
 #include <string>
 #include <tests/support/error_code.hpp>
 #include <tests/support/float_reference.hpp>
@@ -170,6 +171,69 @@ TEST_CASE("linear: many rows, split across threads and panels", "[model][quantiz
       }
     }
   }
+}
+
+TEST_CASE("linear: products fused over one input give each product's own bits",
+          "[model][quantized_linear]") {
+  // Mixed types, rows that end mid-panel, an empty product between two others, and token counts
+  // for the streaming decode kernel (1, 2) and the panel path (5).
+  const std::int64_t cols = 96;
+  const Matrix a(GgmlType::kQ4_1, 37, cols, 21);
+  const Matrix b(GgmlType::kF16, 16, cols, 22);
+  const Matrix c(GgmlType::kQ8_0, 5, cols, 23);
+  const LinearWeights none{GgmlType::kQ4_0, 0, 0, nullptr};
+  const LinearWeights wa = a.weights(), wb = b.weights(), wc = c.weights();
+  const auto alone = [&](LinearIsa isa, const LinearWeights& w, const std::vector<float>& x,
+                         std::int64_t n) {
+    std::vector<float> y(static_cast<std::size_t>(n * w.rows), NAN);
+    detail::linear_on(isa, w, x.data(), n, y.data());
+    return y;
+  };
+  for (const std::int64_t n : {std::int64_t{1}, std::int64_t{2}, std::int64_t{5}}) {
+    const std::vector<float> x = random_activations(n * cols, 24 + static_cast<std::uint64_t>(n));
+    for (LinearIsa isa : supported_isas()) {
+      for (const int threads : {1, 2}) {
+        set_threads(threads);
+        std::vector<float> ya(static_cast<std::size_t>(n * 37), NAN);
+        std::vector<float> yb(static_cast<std::size_t>(n * 16), NAN);
+        std::vector<float> yc(static_cast<std::size_t>(n * 5), NAN);
+        const LinearProduct products[] = {
+            {&wa, ya.data()}, {&none, nullptr}, {&wb, yb.data()}, {&wc, yc.data()}};
+        detail::linear_on(isa, products, x.data(), n);
+        INFO("n " << n << " threads " << threads);
+        CHECK(same_bits(ya.data(), alone(isa, wa, x, n).data(), n * 37));
+        CHECK(same_bits(yb.data(), alone(isa, wb, x, n).data(), n * 16));
+        CHECK(same_bits(yc.data(), alone(isa, wc, x, n).data(), n * 5));
+      }
+    }
+  }
+  set_threads(2);
+}
+
+TEST_CASE("linear: bad fused products are refused before anything is written",
+          "[model][quantized_linear]") {
+  const Matrix a(GgmlType::kQ4_1, 37, 96, 21);
+  const Matrix wide(GgmlType::kQ4_1, 16, 192, 25);
+  const LinearWeights wa = a.weights(), ww = wide.weights();
+  const std::vector<float> x = random_activations(96, 26);
+  std::vector<float> ya(37, 7.0f), yw(16, 7.0f);
+  const LinearProduct mismatched[] = {{&wa, ya.data()}, {&ww, yw.data()}};
+  const LinearProduct null_w[] = {{&wa, ya.data()}, {nullptr, yw.data()}};
+  const LinearProduct null_y[] = {{&wa, ya.data()}, {&wa, nullptr}};
+  for (const auto& products :
+       {std::span<const LinearProduct>(mismatched), std::span<const LinearProduct>(null_w),
+        std::span<const LinearProduct>(null_y)}) {
+    CHECK(code_of([&] { linear(products, x.data(), 1); }) == ErrorCode::kInvalidArgument);
+    CHECK(ya[0] == 7.0f);
+  }
+  std::string message;
+  CHECK(code_of([&] { linear(mismatched, x.data(), 1); }, &message) == ErrorCode::kInvalidArgument);
+  CHECK(message.find("products[1].w cols = 192") != std::string::npos);
+  // No products, or no tokens: nothing read or written.
+  linear(std::span<const LinearProduct>(), nullptr, 1);
+  const LinearProduct one[] = {{&wa, ya.data()}};
+  linear(one, nullptr, 0);
+  CHECK(ya[0] == 7.0f);
 }
 
 TEST_CASE("linear: empty shapes", "[model][quantized_linear]") {

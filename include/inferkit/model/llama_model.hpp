@@ -332,23 +332,27 @@ class LlamaModel {
     float* y;
   };
 
-  // Products of one input (q, k and v; gate and up): on the int8 units, with the activations
-  // quantized once and one parallel region for all (linear_int8's fused form), when every one is
-  // repacked; else one project() each. The same bits either way.
+  // Products of one input (q, k and v; gate and up) in one call, so one team serves them all:
+  // on the int8 units (the activations quantized once) when every one is repacked, exactly
+  // (linear()) when none is; a mix, one project() each. The same bits either way.
   static void project(std::span<const Projection> ps, const float* x, std::int64_t n) {
     constexpr std::size_t kMaxFused = 3;
     INFERKIT_ASSERT(ps.size() <= kMaxFused);
-    std::array<Int8Product, kMaxFused> fused;
-    bool all_packed = true;
+    std::array<Int8Product, kMaxFused> int8;
+    std::array<LinearProduct, kMaxFused> exact;
+    std::size_t packed = 0;
     for (std::size_t i = 0; i < ps.size(); ++i) {
-      fused[i] = {ps[i].packed, ps[i].y};
-      all_packed = all_packed && !ps[i].packed->empty();
+      int8[i] = {ps[i].packed, ps[i].y};
+      exact[i] = {ps[i].w, ps[i].y};
+      if (!ps[i].packed->empty()) ++packed;
     }
-    if (all_packed) {
-      linear_int8(std::span<const Int8Product>(fused.data(), ps.size()), x, n);
-      return;
+    if (packed == ps.size()) {
+      linear_int8(std::span<const Int8Product>(int8.data(), ps.size()), x, n);
+    } else if (packed == 0) {
+      linear(std::span<const LinearProduct>(exact.data(), ps.size()), x, n);
+    } else {
+      for (const Projection& p : ps) project(*p.w, *p.packed, x, n, p.y);
     }
-    for (const Projection& p : ps) project(*p.w, *p.packed, x, n, p.y);
   }
 
   static void resize(std::vector<float>& v, std::int64_t n) {

@@ -8,6 +8,7 @@
 // threads are safe when each writes its own y / out, which no other call reads.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <inferkit/core/config.hpp>
@@ -20,6 +21,9 @@
 #include <inferkit/model/ggml_type.hpp>
 #include <limits>
 #include <memory>
+#include <span>
+#include <string>
+#include <vector>
 
 #if INFERKIT_HAS_OPENMP
 #  include <omp.h>
@@ -35,6 +39,12 @@ struct LinearWeights {
   std::int64_t rows = 0;            ///< output features
   std::int64_t cols = 0;            ///< input features (a multiple of 32 for block types)
   const std::byte* data = nullptr;  ///< [rows][ggml_row_bytes(type, cols)] bytes
+};
+
+/// One product of linear()'s fused form: y[n][w->rows] = x[n][cols] · Wᵀ.
+struct LinearProduct {
+  const LinearWeights* w = nullptr;  ///< the product's weights (cols: the shared input's)
+  float* y = nullptr;                ///< token t's outputs at y + t * w->rows; must not overlap x
 };
 
 /// Checks that `w` describes a readable matrix. Throws `Error{kUnsupported}` for a type other
@@ -84,29 +94,65 @@ inline LinearKernels linear_kernels(LinearIsa isa) {
 /// as much as a 64K-MAC product.
 inline constexpr std::int64_t kLinearParallelMinMacs = std::int64_t{1} << 16;
 
-/// linear() on the path `isa` (tests run every path; linear() takes the process's path).
-inline void linear_on(LinearIsa isa, const LinearWeights& w, const float* x, std::int64_t n,
-                      float* y) {
-  validate(w);
+/// linear() of several products of one input on the path `isa` (tests run every path; linear()
+/// takes the process's path).
+inline void linear_on(LinearIsa isa, std::span<const LinearProduct> products, const float* x,
+                      std::int64_t n) {
   check_arg(n >= 0, ErrorCode::kInvalidArgument, "n (tokens)", n, "must be >=", 0);
-  if (n == 0 || w.rows == 0) return;
-  check_arg(y != nullptr, ErrorCode::kInvalidArgument, "y of tokens", n, "is null; rows", w.rows);
-  check_arg(x != nullptr || w.cols == 0, ErrorCode::kInvalidArgument, "x of tokens", n,
-            "is null; cols", w.cols);
+  // The input's width: the first product with rows sets it, and every other with rows shares it
+  // (one with no rows reads and writes nothing, whatever its shape).
+  std::int64_t cols = -1;
+  std::int64_t macs = 0;
+  for (std::size_t i = 0; i < products.size(); ++i) {
+    const LinearProduct& p = products[i];
+    const auto name = [&](const char* field) {
+      return "products[" + std::to_string(i) + "]." + field;
+    };
+    check_arg(
+        p.w != nullptr, ErrorCode::kInvalidArgument, [&] { return name("w"); }, "null",
+        "must name the product's weights; products:", products.size());
+    validate(*p.w);
+    if (p.w->rows == 0) continue;
+    if (cols < 0) cols = p.w->cols;
+    check_arg(
+        p.w->cols == cols, ErrorCode::kInvalidArgument, [&] { return name("w cols"); }, p.w->cols,
+        "must equal the first product's (the products share one input):", cols);
+    if (n == 0) continue;
+    check_arg(
+        p.y != nullptr, ErrorCode::kInvalidArgument, [&] { return name("y"); }, "null",
+        "must hold the product's outputs; rows", p.w->rows);
+    macs += p.w->rows * cols * n;
+  }
+  if (n == 0 || cols < 0) return;  // no tokens, no products or no rows: nothing read or written
+  check_arg(x != nullptr || cols == 0, ErrorCode::kInvalidArgument, "x of tokens", n,
+            "is null; cols", cols);
   const LinearKernels kernels = linear_kernels(isa);
-  LinearJob job;
-  job.type = w.type;
-  job.w = w.data;
-  job.rows = w.rows;
-  job.cols = w.cols;
-  job.row_bytes = ggml_row_bytes(w.type, w.cols);
-  job.x = x;
-  job.n = n;
-  job.y = y;
-  // Threads take contiguous runs of whole panels; no row's dot product is ever split.
-  const std::int64_t panels = (w.rows + kLinearPanelRows - 1) / kLinearPanelRows;
-  const std::int64_t scratch_floats = linear_scratch_floats(job);
-  const bool parallel = panels > 1 && w.rows * w.cols * n >= kLinearParallelMinMacs;
+  // The products' 16-row panels, numbered one after another: a thread takes a contiguous run of
+  // them all, so a layer's q, k and v (or gate and up) wake one team, not one each.
+  std::vector<LinearJob> jobs;
+  std::vector<std::int64_t> first_panel;  // product j's: [first_panel[j], first_panel[j + 1])
+  jobs.reserve(products.size());
+  first_panel.reserve(products.size() + 1);
+  first_panel.push_back(0);
+  std::int64_t scratch_floats = 0;
+  for (const LinearProduct& p : products) {
+    if (p.w->rows == 0) continue;
+    LinearJob job;
+    job.type = p.w->type;
+    job.w = p.w->data;
+    job.rows = p.w->rows;
+    job.cols = cols;
+    job.row_bytes = ggml_row_bytes(p.w->type, cols);
+    job.x = x;
+    job.n = n;
+    job.y = p.y;
+    jobs.push_back(job);
+    first_panel.push_back(first_panel.back() +
+                          (job.rows + kLinearPanelRows - 1) / kLinearPanelRows);
+    scratch_floats = std::max(scratch_floats, linear_scratch_floats(job));
+  }
+  const std::int64_t panels = first_panel.back();
+  const bool parallel = panels > 1 && macs >= kLinearParallelMinMacs;
 #if INFERKIT_HAS_OPENMP
   const int max_threads = parallel ? omp_get_max_threads() : 1;
 #else
@@ -128,12 +174,30 @@ inline void linear_on(LinearIsa isa, const LinearWeights& w, const float* x, std
     const int threads = 1;
     const int id = 0;
 #endif
-    const std::int64_t p0 = panels * id / threads;
-    const std::int64_t p1 = panels * (id + 1) / threads;
-    const std::int64_t r0 = p0 * kLinearPanelRows;
-    const std::int64_t r1 = p1 * kLinearPanelRows < w.rows ? p1 * kLinearPanelRows : w.rows;
-    if (r0 < r1) kernels.rows(job, r0, r1, scratch ? scratch.get() + id * scratch_floats : nullptr);
+    // Threads take contiguous runs of whole panels; no row's dot product is ever split.
+    const std::int64_t mine0 = panels * id / threads;
+    const std::int64_t mine1 = panels * (id + 1) / threads;
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      const std::int64_t p0 = std::max(mine0, first_panel[j]) - first_panel[j];
+      const std::int64_t p1 = std::min(mine1, first_panel[j + 1]) - first_panel[j];
+      if (p0 >= p1) continue;
+      const LinearJob& job = jobs[j];
+      const std::int64_t r0 = p0 * kLinearPanelRows;
+      const std::int64_t r1 = std::min(p1 * kLinearPanelRows, job.rows);
+      kernels.rows(job, r0, r1, scratch ? scratch.get() + id * scratch_floats : nullptr);
+    }
   }
+}
+
+/// linear() on the path `isa` (tests run every path; linear() takes the process's path).
+inline void linear_on(LinearIsa isa, const LinearWeights& w, const float* x, std::int64_t n,
+                      float* y) {
+  validate(w);
+  check_arg(n >= 0, ErrorCode::kInvalidArgument, "n (tokens)", n, "must be >=", 0);
+  if (n == 0 || w.rows == 0) return;
+  check_arg(y != nullptr, ErrorCode::kInvalidArgument, "y of tokens", n, "is null; rows", w.rows);
+  const LinearProduct product{&w, y};
+  linear_on(isa, std::span<const LinearProduct>(&product, 1), x, n);
 }
 
 /// dequantize_row() on the path `isa`.
@@ -173,6 +237,16 @@ inline void dequantize_row(GgmlType type, const std::byte* row, std::int64_t col
 /// INFERKIT_CPU_ISA names an unknown path or one this CPU lacks. O(n rows cols) multiply-adds.
 inline void linear(const LinearWeights& w, const float* x, std::int64_t n, float* y) {
   detail::linear_on(detail::linear_isa(), w, x, n, y);
+}
+
+/// Several products of the same input (a layer's q, k and v projections; gate and up), each as
+/// linear(*p.w, x, n, p.y), with one team of threads sharing the 16-row panels of all of them: a
+/// decode step wakes one team where it woke one per product. The same bits as the separate
+/// calls. Throws `Error{kInvalidArgument}` naming the product for a null weights pointer, a
+/// product whose cols differ from the first's, or a null y it would write, before anything is
+/// written; otherwise what linear() throws. O(n Σ rows cols).
+inline void linear(std::span<const LinearProduct> products, const float* x, std::int64_t n) {
+  detail::linear_on(detail::linear_isa(), products, x, n);
 }
 
 }  // namespace inferkit
