@@ -210,6 +210,44 @@ TEST_CASE("linear: products fused over one input give each product's own bits",
   set_threads(2);
 }
 
+TEST_CASE("for_thread_share: every unit of every product goes to exactly one thread, in runs",
+          "[model][quantized_linear]") {
+  Rng rng(2026'1208);
+  for (int round = 0; round < 200; ++round) {
+    // Products of 0 to 9 units each (0: a product with no rows), up to 6 of them.
+    std::vector<std::int64_t> first{0};
+    const int products = static_cast<int>(rng.below(7));
+    for (int j = 0; j < products; ++j) {
+      first.push_back(first.back() + static_cast<std::int64_t>(rng.below(10)));
+    }
+    const std::int64_t total = first.back();
+    const int threads = 1 + static_cast<int>(rng.below(5));
+    std::vector<int> owner(static_cast<std::size_t>(total), -1);
+    for (int id = 0; id < threads; ++id) {
+      std::int64_t last_unit = -1;  // a thread's units form one contiguous run, in order
+      detail::for_thread_share(std::span<const std::int64_t>(first), id, threads,
+                               [&](std::size_t j, std::int64_t u0, std::int64_t u1) {
+                                 REQUIRE(j + 1 < first.size());
+                                 REQUIRE(0 <= u0);
+                                 REQUIRE(u0 < u1);
+                                 REQUIRE(u1 <= first[j + 1] - first[j]);
+                                 if (last_unit >= 0) REQUIRE(first[j] + u0 == last_unit + 1);
+                                 for (std::int64_t u = first[j] + u0; u < first[j] + u1; ++u) {
+                                   REQUIRE(owner[static_cast<std::size_t>(u)] == -1);
+                                   owner[static_cast<std::size_t>(u)] = id;
+                                 }
+                                 last_unit = first[j] + u1 - 1;
+                               });
+    }
+    for (std::int64_t u = 0; u < total; ++u) {
+      // Brute force: thread id owns [total * id / threads, total * (id + 1) / threads).
+      int expected = 0;
+      while (u >= total * (expected + 1) / threads) ++expected;
+      REQUIRE(owner[static_cast<std::size_t>(u)] == expected);
+    }
+  }
+}
+
 TEST_CASE("linear: bad fused products are refused before anything is written",
           "[model][quantized_linear]") {
   const Matrix a(GgmlType::kQ4_1, 37, 96, 21);

@@ -35,6 +35,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if INFERKIT_HAS_OPENMP
@@ -204,30 +205,13 @@ inline constexpr std::int64_t kPrivateCodesMaxTokens = 2;
 /// takes the process's).
 inline void linear_int8_on(Int8Isa isa, std::span<const Int8Product> products, const float* x,
                            std::int64_t n) {
-  check_arg(n >= 0, ErrorCode::kInvalidArgument, "n (tokens)", n, "must be >=", 0);
-  // The input's width: the first product with rows sets it, and every other with rows shares it
-  // (one with no rows reads and writes nothing, whatever its shape).
-  std::int64_t cols = -1;
-  std::int64_t macs = 0;
-  for (std::size_t i = 0; i < products.size(); ++i) {
-    const Int8Product& p = products[i];
-    const auto name = [&](const char* field) {
-      return "products[" + std::to_string(i) + "]." + field;
-    };
-    check_arg(
-        p.w != nullptr, ErrorCode::kInvalidArgument, [&] { return name("w"); }, "null",
-        "must name the product's weights; products:", products.size());
-    if (p.w->rows() == 0) continue;
-    if (cols < 0) cols = p.w->cols();
-    check_arg(
-        p.w->cols() == cols, ErrorCode::kInvalidArgument, [&] { return name("w cols"); },
-        p.w->cols(), "must equal the first product's (the products share one input):", cols);
-    if (n == 0) continue;
-    check_arg(
-        p.y != nullptr, ErrorCode::kInvalidArgument, [&] { return name("y"); }, "null",
-        "must hold the product's outputs; rows", p.w->rows());
-    macs += p.w->rows() * cols * n;
-  }
+  const ProductsShape shape = check_products(products, n, [](const Int8LinearWeights& w) {
+    return std::pair{w.rows(), w.cols()};
+  });
+  // (Named copies: lambdas and OpenMP regions below use them, and clang 14 cannot capture a
+  // structured binding.)
+  const std::int64_t cols = shape.cols;
+  const std::int64_t macs = shape.macs;
   if (macs == 0) return;  // no tokens, no products or no rows: nothing read or written
   check_arg(x != nullptr || cols == 0, ErrorCode::kInvalidArgument, "x of tokens", n,
             "is null; cols", cols);
@@ -240,8 +224,8 @@ inline void linear_int8_on(Int8Isa isa, std::span<const Int8Product> products, c
   // AMX reads whole tiles: the activations are padded to a multiple of 16 tokens (zeros).
   const std::int64_t padded_n =
       amx ? (n + kAmxTileTokens - 1) / kAmxTileTokens * kAmxTileTokens : n;
-  // The products' row groups, numbered one after another: a thread takes a share of them all, so
-  // a layer's q, k and v (or gate and up) need one team and one barrier, not one each.
+  // The products' row groups, numbered one after another (for_thread_share): a layer's q, k
+  // and v (or gate and up) need one team and one barrier, not one each.
   std::vector<Int8Job> jobs;
   std::vector<std::int64_t> first_group;  // product i's groups: [first_group[i], first_group[i+1])
   jobs.reserve(products.size());
@@ -336,32 +320,28 @@ inline void linear_int8_on(Int8Isa isa, std::span<const Int8Product> products, c
 #  pragma omp barrier
     }
 #endif
-    const std::int64_t mine0 = groups * id / threads;
-    const std::int64_t mine1 = groups * (id + 1) / threads;
-    for (std::size_t j = 0; j < jobs.size(); ++j) {
-      const std::int64_t g0 = std::max(mine0, first_group[j]) - first_group[j];
-      const std::int64_t g1 = std::min(mine1, first_group[j + 1]) - first_group[j];
-      if (g0 >= g1) continue;
-      Int8Job job = jobs[j];
-      job.x = xa;
-      if (amx) {  // (only where the build has the AMX kernel: int8_isa_supported)
+    for_thread_share(
+        first_group, id, threads, [&](std::size_t j, std::int64_t g0, std::int64_t g1) {
+          Int8Job job = jobs[j];
+          job.x = xa;
+          if (amx) {  // (only where the build has the AMX kernel: int8_isa_supported)
 #if INFERKIT_HAS_AMX_KERNEL
-        int8_amx::int8_rows(job, g0, g1, tiles + id * blocks * kAmxWeightTileBytes);
+            int8_amx::int8_rows(job, g0, g1, tiles + id * blocks * kAmxWeightTileBytes);
 #endif
-      } else {
+          } else {
 #if INFERKIT_CPU_DISPATCH
-        if (isa == Int8Isa::kAvx512Vnni) {
-          int8_avx512::int8_rows(job, g0, g1);
-        } else if (isa == Int8Isa::kAvx2 || isa == Int8Isa::kAvxVnni) {
-          int8_avx2::int8_rows(job, g0, g1, isa == Int8Isa::kAvxVnni);
-        } else {
-          int8_baseline::int8_rows(job, g0, g1);
-        }
+            if (isa == Int8Isa::kAvx512Vnni) {
+              int8_avx512::int8_rows(job, g0, g1);
+            } else if (isa == Int8Isa::kAvx2 || isa == Int8Isa::kAvxVnni) {
+              int8_avx2::int8_rows(job, g0, g1, isa == Int8Isa::kAvxVnni);
+            } else {
+              int8_baseline::int8_rows(job, g0, g1);
+            }
 #else
         int8_baseline::int8_rows(job, g0, g1);
 #endif
-      }
-    }
+          }
+        });
   }
 }
 

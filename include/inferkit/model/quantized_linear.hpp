@@ -23,6 +23,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if INFERKIT_HAS_OPENMP
@@ -94,41 +95,79 @@ inline LinearKernels linear_kernels(LinearIsa isa) {
 /// as much as a 64K-MAC product.
 inline constexpr std::int64_t kLinearParallelMinMacs = std::int64_t{1} << 16;
 
-/// linear() of several products of one input on the path `isa` (tests run every path; linear()
-/// takes the process's path).
-inline void linear_on(LinearIsa isa, std::span<const LinearProduct> products, const float* x,
-                      std::int64_t n) {
+/// What check_products() finds in the products of one input: the width they share (-1 when
+/// none has rows) and the multiply-adds of all of them over n tokens.
+struct ProductsShape {
+  std::int64_t cols = -1;  ///< the shared input's width; -1: no product has rows
+  std::int64_t macs = 0;   ///< sum of rows x cols x n over the products
+};
+
+/// Checks the products of a fused call (linear() or linear_int8() of several products of one
+/// input of n tokens): each names its weights, those with rows share one width (one with no rows
+/// reads and writes nothing, whatever its shape) and, with tokens, each with rows has outputs.
+/// `shape_of(*p.w)` checks a product's weights and returns {rows, cols}. Throws the
+/// `Error{kInvalidArgument}` naming `products[i].w`, `products[i].w cols` or `products[i].y`.
+template <class Product, class ShapeOf>
+ProductsShape check_products(std::span<const Product> products, std::int64_t n, ShapeOf shape_of) {
   check_arg(n >= 0, ErrorCode::kInvalidArgument, "n (tokens)", n, "must be >=", 0);
-  // The input's width: the first product with rows sets it, and every other with rows shares it
-  // (one with no rows reads and writes nothing, whatever its shape).
-  std::int64_t cols = -1;
-  std::int64_t macs = 0;
+  ProductsShape shape;
   for (std::size_t i = 0; i < products.size(); ++i) {
-    const LinearProduct& p = products[i];
+    const Product& p = products[i];
     const auto name = [&](const char* field) {
       return "products[" + std::to_string(i) + "]." + field;
     };
     check_arg(
         p.w != nullptr, ErrorCode::kInvalidArgument, [&] { return name("w"); }, "null",
         "must name the product's weights; products:", products.size());
-    validate(*p.w);
-    if (p.w->rows == 0) continue;
-    if (cols < 0) cols = p.w->cols;
+    const auto [rows, cols] = shape_of(*p.w);
+    if (rows == 0) continue;
+    if (shape.cols < 0) shape.cols = cols;
     check_arg(
-        p.w->cols == cols, ErrorCode::kInvalidArgument, [&] { return name("w cols"); }, p.w->cols,
-        "must equal the first product's (the products share one input):", cols);
+        cols == shape.cols, ErrorCode::kInvalidArgument, [&] { return name("w cols"); }, cols,
+        "must equal the first product's (the products share one input):", shape.cols);
     if (n == 0) continue;
     check_arg(
         p.y != nullptr, ErrorCode::kInvalidArgument, [&] { return name("y"); }, "null",
-        "must hold the product's outputs; rows", p.w->rows);
-    macs += p.w->rows * cols * n;
+        "must hold the product's outputs; rows", rows);
+    shape.macs += rows * shape.cols * n;
   }
+  return shape;
+}
+
+/// A thread's share of work units numbered one product after another (product j's units are
+/// [first[j], first[j + 1])): thread `id` of `threads` takes a contiguous run of them all, so the
+/// products of one input (a layer's q, k and v, or gate and up) wake one team, not one each.
+/// Calls fn(j, u0, u1) for each product j it shares, with its units [u0, u1) counted from j's
+/// first.
+template <class Fn>
+void for_thread_share(std::span<const std::int64_t> first, int id, int threads, Fn&& fn) {
+  const std::int64_t total = first.back();
+  const std::int64_t mine0 = total * id / threads;
+  const std::int64_t mine1 = total * (id + 1) / threads;
+  for (std::size_t j = 0; j + 1 < first.size(); ++j) {
+    const std::int64_t u0 = std::max(mine0, first[j]) - first[j];
+    const std::int64_t u1 = std::min(mine1, first[j + 1]) - first[j];
+    if (u0 < u1) fn(j, u0, u1);
+  }
+}
+
+/// linear() of several products of one input on the path `isa` (tests run every path; linear()
+/// takes the process's path).
+inline void linear_on(LinearIsa isa, std::span<const LinearProduct> products, const float* x,
+                      std::int64_t n) {
+  const ProductsShape shape = check_products(products, n, [](const LinearWeights& w) {
+    validate(w);
+    return std::pair{w.rows, w.cols};
+  });
+  // (Named copies: lambdas and OpenMP regions below use them, and clang 14 cannot capture a
+  // structured binding.)
+  const std::int64_t cols = shape.cols;
+  const std::int64_t macs = shape.macs;
   if (n == 0 || cols < 0) return;  // no tokens, no products or no rows: nothing read or written
   check_arg(x != nullptr || cols == 0, ErrorCode::kInvalidArgument, "x of tokens", n,
             "is null; cols", cols);
   const LinearKernels kernels = linear_kernels(isa);
-  // The products' 16-row panels, numbered one after another: a thread takes a contiguous run of
-  // them all, so a layer's q, k and v (or gate and up) wake one team, not one each.
+  // The products' 16-row panels, numbered one after another (for_thread_share).
   std::vector<LinearJob> jobs;
   std::vector<std::int64_t> first_panel;  // product j's: [first_panel[j], first_panel[j + 1])
   jobs.reserve(products.size());
@@ -175,17 +214,13 @@ inline void linear_on(LinearIsa isa, std::span<const LinearProduct> products, co
     const int id = 0;
 #endif
     // Threads take contiguous runs of whole panels; no row's dot product is ever split.
-    const std::int64_t mine0 = panels * id / threads;
-    const std::int64_t mine1 = panels * (id + 1) / threads;
-    for (std::size_t j = 0; j < jobs.size(); ++j) {
-      const std::int64_t p0 = std::max(mine0, first_panel[j]) - first_panel[j];
-      const std::int64_t p1 = std::min(mine1, first_panel[j + 1]) - first_panel[j];
-      if (p0 >= p1) continue;
-      const LinearJob& job = jobs[j];
-      const std::int64_t r0 = p0 * kLinearPanelRows;
-      const std::int64_t r1 = std::min(p1 * kLinearPanelRows, job.rows);
-      kernels.rows(job, r0, r1, scratch ? scratch.get() + id * scratch_floats : nullptr);
-    }
+    for_thread_share(
+        first_panel, id, threads, [&](std::size_t j, std::int64_t p0, std::int64_t p1) {
+          const LinearJob& job = jobs[j];
+          const std::int64_t r0 = p0 * kLinearPanelRows;
+          const std::int64_t r1 = std::min(p1 * kLinearPanelRows, job.rows);
+          kernels.rows(job, r0, r1, scratch ? scratch.get() + id * scratch_floats : nullptr);
+        });
   }
 }
 
