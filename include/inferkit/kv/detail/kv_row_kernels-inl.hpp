@@ -64,6 +64,38 @@ INFERKIT_FORCEINLINE VF max_lanes(VF a, VF b) noexcept {
   return a > b ? a : b;
 #endif
 }
+/// The largest and the smallest lane, by halving the vector: a scan lane by lane is a chain of kN
+/// dependent max (16 on AVX-512, about 60 cycles), as long as the rest of a 128-wide row's
+/// quantization. The callers' lanes hold no NaN, or only NaN, so the order of the pairs does not
+/// change the result.
+INFERKIT_FORCEINLINE float max_of_lanes(VF v) noexcept {
+#if INFERKIT_KV_ISA_ID == 2
+  return _mm512_reduce_max_ps(bits_as<__m512>(v));
+#elif INFERKIT_KV_ISA_ID == 1
+  const auto x = bits_as<__m256>(v);
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+#else
+  float best = v[0];
+  for (std::size_t l = 1; l < kN; ++l) best = std::max(best, v[l]);
+  return best;
+#endif
+}
+INFERKIT_FORCEINLINE float min_of_lanes(VF v) noexcept {
+#if INFERKIT_KV_ISA_ID == 2
+  return _mm512_reduce_min_ps(bits_as<__m512>(v));
+#elif INFERKIT_KV_ISA_ID == 1
+  const auto x = bits_as<__m256>(v);
+  __m128 m = _mm_min_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_min_ss(m, _mm_shuffle_ps(m, m, 1)));
+#else
+  float least = v[0];
+  for (std::size_t l = 1; l < kN; ++l) least = std::min(least, v[l]);
+  return least;
+#endif
+}
 /// Round to nearest even of |x| < 2^22 (std::rint in the default rounding mode).
 INFERKIT_FORCEINLINE VF round_even(VF x) noexcept {
   constexpr float kShift = 12582912.0f;  // 1.5 * 2^23: the sum's ulp is 1, so adding it rounds
@@ -142,9 +174,7 @@ inline float abs_max(const float* x, std::size_t n) noexcept {
     m2 = max_lanes(abs(i + kN), m2);
   }
   for (; i + kN <= n; i += kN) m = max_lanes(abs(i), m);
-  m = max_lanes(m2, m);
-  float best = 0.0f;
-  for (std::size_t l = 0; l < kN; ++l) best = std::max(best, m[l]);
+  float best = max_of_lanes(max_lanes(m2, m));
   for (; i < n; ++i) best = std::max(best, std::fabs(x[i]));
   return best;
 }
@@ -194,12 +224,8 @@ inline void quantize_int4(const float* x, std::uint8_t* packed, std::size_t n, f
     lo_v = min_lanes(v, lo_v);
     hi_v = max_lanes(v, hi_v);
   }
-  lo_v = min_lanes(lo_v2, lo_v);
-  hi_v = max_lanes(hi_v2, hi_v);
-  for (std::size_t l = 0; l < kN; ++l) {
-    lo = std::min(lo, lo_v[l]);
-    hi = std::max(hi, hi_v[l]);
-  }
+  lo = min_of_lanes(min_lanes(lo_v2, lo_v));
+  hi = max_of_lanes(max_lanes(hi_v2, hi_v));
   for (std::size_t t = i; t < n; ++t) {
     lo = std::min(lo, x[t]);
     hi = std::max(hi, x[t]);
