@@ -106,6 +106,36 @@ TEST_CASE("fp8_block_scale: the smallest power of two that fits the range",
   }
 }
 
+TEST_CASE("fp8_block_scale: equals a brute-force search over every normal exponent",
+          "[kv][kv_quantization]") {
+  // The smallest power of two 2^k (k over the normal exponents) with amax <= max_finite * 2^k,
+  // in double, where every such product is exact.
+  const auto brute_force = [](float amax, float max_finite) {
+    for (int k = -126; k <= 127; ++k) {
+      if (static_cast<double>(amax) <= static_cast<double>(max_finite) * std::ldexp(1.0, k)) {
+        return std::ldexp(1.0f, k);
+      }
+    }
+    return -1.0f;  // none: outside the range this test draws from
+  };
+  Rng rng(8);
+  for (const float max_finite : {448.0f, 57344.0f}) {
+    const auto mbits = std::bit_cast<std::uint32_t>(max_finite);
+    for (int i = 0; i < 20000; ++i) {
+      // Exponents from 2^-100 to 2^100 so that the answer stays normal; mantissas uniform, or
+      // the max's own mantissa and its neighbours, where the answer steps.
+      const auto exponent = static_cast<std::uint32_t>(27 + rng.below(201));
+      std::uint32_t mantissa = rng.next_u32() & 0x7FFFFFu;
+      if (i % 4 == 1) mantissa = mbits & 0x7FFFFFu;
+      if (i % 4 == 2) mantissa = (mbits & 0x7FFFFFu) + 1;
+      if (i % 4 == 3) mantissa = (mbits & 0x7FFFFFu) - 1;
+      const float amax = std::bit_cast<float>(exponent << 23 | mantissa);
+      INFO("amax " << amax << " max_finite " << max_finite);
+      REQUIRE(fp8_block_scale(amax, max_finite) == brute_force(amax, max_finite));
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("quantize_fp8: error within the format's relative rounding",
                    "[kv][kv_quantization]", float8_e4m3, float8_e5m2) {
   using F8 = TestType;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <inferkit/core/bfloat16.hpp>
@@ -135,6 +136,20 @@ struct Int4Params {
 /// device (the CUDA append kernel quantizes with the same rule).
 INFERKIT_HOST_DEVICE inline float fp8_block_scale(float amax, float max_finite) noexcept {
   if (amax == 0.0f) return 0.0f;
+#if !defined(__CUDA_ARCH__)
+  // Normal amax and max_finite, and a normal answer 2^k: amax / 2^k is then exact, so k is the
+  // smallest with amax <= max_finite * 2^k, which the exponents and mantissas give directly.
+  // (frexp and ldexp are library calls: about a third of an fp8 append's row on the CPU.)
+  const auto a = std::bit_cast<std::uint32_t>(amax);
+  const auto mf = std::bit_cast<std::uint32_t>(max_finite);
+  const auto ea = static_cast<std::int32_t>(a >> 23);  // biased exponents; a sign bit makes 256+
+  const auto em = static_cast<std::int32_t>(mf >> 23);
+  if (ea > 0 && ea < 255 && em > 0 && em < 255) {
+    const std::int32_t k = ea - em + ((a & 0x7FFFFFu) > (mf & 0x7FFFFFu) ? 1 : 0);
+    if (k >= -126 && k <= 127)
+      return std::bit_cast<float>(static_cast<std::uint32_t>(k + 127) << 23);
+  }
+#endif
   int e = 0;
   const float m = std::frexp(amax / max_finite, &e);  // amax / max = m * 2^e, m in [0.5, 1)
   float s = std::ldexp(1.0f, m == 0.5f ? e - 1 : e);
