@@ -155,14 +155,10 @@ void for_thread_share(std::span<const std::int64_t> first, int id, int threads, 
 /// takes the process's path).
 inline void linear_on(LinearIsa isa, std::span<const LinearProduct> products, const float* x,
                       std::int64_t n) {
-  const ProductsShape shape = check_products(products, n, [](const LinearWeights& w) {
+  const auto [cols, macs] = check_products(products, n, [](const LinearWeights& w) {
     validate(w);
     return std::pair{w.rows, w.cols};
   });
-  // (Named copies: lambdas and OpenMP regions below use them, and clang 14 cannot capture a
-  // structured binding.)
-  const std::int64_t cols = shape.cols;
-  const std::int64_t macs = shape.macs;
   if (n == 0 || cols < 0) return;  // no tokens, no products or no rows: nothing read or written
   check_arg(x != nullptr || cols == 0, ErrorCode::kInvalidArgument, "x of tokens", n,
             "is null; cols", cols);
